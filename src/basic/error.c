@@ -1,0 +1,50 @@
+/* SPDX-License-Identifier: MIT */
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "basic/error.h"
+#include "ward-config.h"
+
+WARD_PUBLIC const char *ward_version(void)
+{
+	return WARD_VERSION;
+}
+
+void ward__error_clear(struct ward_error *err)
+{
+	if (!err)
+		return;
+	err->code = 0;
+	err->stage[0] = '\0';
+	err->message[0] = '\0';
+	err->hint[0] = '\0';
+}
+
+int ward__error(struct ward_error *err, int code, const char *stage, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!err)
+		return code;
+	/* "%m" must describe code, not whatever errno happens to hold now. */
+	errno = code < 0 ? -code : code;
+	err->code = code;
+	snprintf(err->stage, sizeof(err->stage), "%s", stage ? stage : "");
+	va_start(ap, fmt);
+	vsnprintf(err->message, sizeof(err->message), fmt, ap);
+	va_end(ap);
+	err->hint[0] = '\0';
+	return code;
+}
+
+void ward__error_hint(struct ward_error *err, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!err)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(err->hint, sizeof(err->hint), fmt, ap);
+	va_end(ap);
+}

@@ -1,0 +1,303 @@
+/* SPDX-License-Identifier: MIT */
+#include <ctype.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "basic/cleanup.h"
+#include "basic/util.h"
+
+bool ward__path_under(const char *path, const char *prefix)
+{
+	size_t n = strlen(prefix);
+
+	if (n == 1 && prefix[0] == '/')
+		return path[0] == '/';
+	if (strncmp(path, prefix, n) != 0)
+		return false;
+	return path[n] == '\0' || path[n] == '/';
+}
+
+size_t ward__path_depth(const char *path)
+{
+	size_t depth = 0;
+
+	for (const char *p = path; *p; p++)
+		if (*p == '/' && p[1] != '\0' && p[1] != '/')
+			depth++;
+	return depth;
+}
+
+char *ward__path_join(const char *a, const char *b)
+{
+	size_t la = strlen(a), lb;
+	char *r;
+
+	while (la > 1 && a[la - 1] == '/')
+		la--;
+	while (*b == '/')
+		b++;
+	lb = strlen(b);
+	r = malloc(la + 1 + lb + 1);
+	if (!r)
+		return NULL;
+	memcpy(r, a, la);
+	if (!(la == 1 && a[0] == '/'))
+		r[la++] = '/';
+	memcpy(r + la, b, lb + 1);
+	if (lb == 0 && la > 1)
+		r[la - 1] = '\0';
+	return r;
+}
+
+char *ward__path_absolute(const char *path)
+{
+	_cleanup_free_ char *joined = NULL;
+	char *out, *o;
+	const char *p;
+
+	if (!path || !*path) {
+		errno = EINVAL;
+		return NULL;
+	}
+	if (path[0] != '/') {
+		char cwd[PATH_MAX];
+
+		if (!getcwd(cwd, sizeof(cwd)))
+			return NULL;
+		joined = ward__path_join(cwd, path);
+		if (!joined)
+			return NULL;
+		path = joined;
+	}
+	out = malloc(strlen(path) + 2);
+	if (!out)
+		return NULL;
+	o = out;
+	p = path;
+	while (*p) {
+		const char *s;
+		size_t n;
+
+		while (*p == '/')
+			p++;
+		if (!*p)
+			break;
+		s = p;
+		while (*p && *p != '/')
+			p++;
+		n = (size_t)(p - s);
+		if (n == 1 && s[0] == '.')
+			continue;
+		if (n == 2 && s[0] == '.' && s[1] == '.') {
+			while (o > out && *--o != '/')
+				;
+			continue;
+		}
+		*o++ = '/';
+		memcpy(o, s, n);
+		o += n;
+	}
+	if (o == out)
+		*o++ = '/';
+	*o = '\0';
+	return out;
+}
+
+int ward__fd_nonblock(int fd, bool nonblock)
+{
+	int flags = fcntl(fd, F_GETFL);
+
+	if (flags < 0)
+		return -errno;
+	flags = nonblock ? flags | O_NONBLOCK : flags & ~O_NONBLOCK;
+	return fcntl(fd, F_SETFL, flags) < 0 ? -errno : 0;
+}
+
+int ward__fd_cloexec(int fd, bool cloexec)
+{
+	int flags = fcntl(fd, F_GETFD);
+
+	if (flags < 0)
+		return -errno;
+	flags = cloexec ? flags | FD_CLOEXEC : flags & ~FD_CLOEXEC;
+	return fcntl(fd, F_SETFD, flags) < 0 ? -errno : 0;
+}
+
+int ward__write_all(int fd, const void *buf, size_t len)
+{
+	const char *p = buf;
+
+	while (len > 0) {
+		ssize_t n = write(fd, p, len);
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		p += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+ssize_t ward__read_full(int fd, void *buf, size_t len)
+{
+	char *p = buf;
+	size_t got = 0;
+
+	while (got < len) {
+		ssize_t n = read(fd, p + got, len - got);
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		if (n == 0)
+			break;
+		got += (size_t)n;
+	}
+	return (ssize_t)got;
+}
+
+int ward__read_file(const char *path, size_t max, char **ret, size_t *ret_len)
+{
+	_cleanup_close_ int fd = -1;
+	_cleanup_free_ char *buf = NULL;
+	ssize_t n;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+	if (fd < 0)
+		return -errno;
+	buf = malloc(max + 2);
+	if (!buf)
+		return -ENOMEM;
+	n = ward__read_full(fd, buf, max + 1);
+	if (n < 0)
+		return (int)n;
+	if ((size_t)n > max)
+		return -EFBIG;
+	buf[n] = '\0';
+	if (ret_len)
+		*ret_len = (size_t)n;
+	*ret = TAKE_PTR(buf);
+	return 0;
+}
+
+int ward__write_file(const char *path, const char *s)
+{
+	int fd = open(path, O_WRONLY | O_CLOEXEC | O_NOCTTY);
+	int r;
+
+	if (fd < 0)
+		return -errno;
+	r = ward__write_all(fd, s, strlen(s));
+	close(fd);
+	return r;
+}
+
+int ward__parse_u64(const char *s, uint64_t *ret)
+{
+	uint64_t v = 0;
+
+	if (!s || !*s)
+		return -EINVAL;
+	for (const char *p = s; *p; p++) {
+		if (*p < '0' || *p > '9')
+			return -EINVAL;
+		if (v > (UINT64_MAX - (uint64_t)(*p - '0')) / 10)
+			return -ERANGE;
+		v = v * 10 + (uint64_t)(*p - '0');
+	}
+	*ret = v;
+	return 0;
+}
+
+int ward__parse_seconds_ms(const char *s, uint64_t *ret_ms)
+{
+	uint64_t whole = 0, frac = 0, scale = 1000;
+	const char *p = s;
+
+	if (!s || !*s)
+		return -EINVAL;
+	if (*p == '.' && !p[1])
+		return -EINVAL;
+	for (; *p && *p != '.'; p++) {
+		if (*p < '0' || *p > '9')
+			return -EINVAL;
+		whole = whole * 10 + (uint64_t)(*p - '0');
+		if (whole > 1000000000ULL)
+			return -ERANGE;
+	}
+	if (*p == '.') {
+		p++;
+		if (!*p)
+			return -EINVAL;
+		for (; *p; p++) {
+			if (*p < '0' || *p > '9')
+				return -EINVAL;
+			if (scale > 1) {
+				scale /= 10;
+				frac += (uint64_t)(*p - '0') * scale;
+			}
+		}
+	}
+	*ret_ms = whole * 1000 + frac;
+	return 0;
+}
+
+int ward__parse_size(const char *s, uint64_t *ret)
+{
+	char num[32];
+	size_t n;
+	uint64_t v, mult = 1;
+	int r;
+
+	if (!s || !*s)
+		return -EINVAL;
+	n = strlen(s);
+	if (n >= sizeof(num))
+		return -ERANGE;
+	memcpy(num, s, n + 1);
+	switch (toupper((unsigned char)num[n - 1])) {
+	case 'K':
+		mult = 1ULL << 10;
+		break;
+	case 'M':
+		mult = 1ULL << 20;
+		break;
+	case 'G':
+		mult = 1ULL << 30;
+		break;
+	default:
+		break;
+	}
+	if (mult > 1)
+		num[--n] = '\0';
+	r = ward__parse_u64(num, &v);
+	if (r < 0)
+		return r;
+	if (v > UINT64_MAX / mult)
+		return -ERANGE;
+	*ret = v * mult;
+	return 0;
+}
+
+uint64_t ward__now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+uint64_t ward__now_ms(void)
+{
+	return ward__now_ns() / 1000000ULL;
+}

@@ -1,0 +1,45 @@
+/* SPDX-License-Identifier: MIT */
+#pragma once
+
+#include <sys/types.h>
+
+#include "basic/macro.h"
+
+/* ---- paths */
+
+/* True when path equals prefix or lies beneath it (component-wise; both absolute, normalised). */
+WARD_INTERNAL bool ward__path_under(const char *path, const char *prefix);
+/* Number of components of an absolute path ("/" is 0). */
+WARD_INTERNAL size_t ward__path_depth(const char *path);
+/* Returns a malloc()ed "a/b" (no doubled slash), or NULL on ENOMEM. */
+WARD_INTERNAL char *ward__path_join(const char *a, const char *b);
+/* Makes path absolute against the current directory and removes "." / ".." / "//"
+ * lexically (no symlink resolution). malloc()ed, NULL with errno set on error. */
+WARD_INTERNAL char *ward__path_absolute(const char *path);
+
+/* ---- fds */
+
+WARD_INTERNAL int ward__fd_nonblock(int fd, bool nonblock);
+WARD_INTERNAL int ward__fd_cloexec(int fd, bool cloexec);
+/* write() all of buf, retrying on EINTR/short writes; -errno on failure. */
+WARD_INTERNAL int ward__write_all(int fd, const void *buf, size_t len);
+/* read() up to len bytes, retrying on EINTR until EOF or len; returns bytes or -errno. */
+WARD_INTERNAL ssize_t ward__read_full(int fd, void *buf, size_t len);
+/* Reads a whole file of at most max bytes into a malloc()ed NUL-terminated buffer. -EFBIG if larger. */
+WARD_INTERNAL int ward__read_file(const char *path, size_t max, char **ret, size_t *ret_len);
+/* Writes a string to a file (open O_WRONLY|O_CLOEXEC, no create). Async-signal-safe. */
+WARD_INTERNAL int ward__write_file(const char *path, const char *s);
+
+/* ---- numbers */
+
+/* Parses a decimal unsigned integer with no sign, no trailing junk, no overflow. */
+WARD_INTERNAL int ward__parse_u64(const char *s, uint64_t *ret);
+/* Parses "1.5", "10" seconds into milliseconds (max 1e9 s). */
+WARD_INTERNAL int ward__parse_seconds_ms(const char *s, uint64_t *ret_ms);
+/* Parses a byte size: "1048576", "64k", "1M", "2G" (binary multiples). */
+WARD_INTERNAL int ward__parse_size(const char *s, uint64_t *ret);
+
+/* ---- time */
+
+WARD_INTERNAL uint64_t ward__now_ms(void); /* CLOCK_MONOTONIC */
+WARD_INTERNAL uint64_t ward__now_ns(void);

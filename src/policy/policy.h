@@ -1,0 +1,102 @@
+/* SPDX-License-Identifier: MIT */
+#pragma once
+
+#include <sys/types.h>
+
+#include "basic/macro.h"
+#include "ward/ward.h"
+
+/*
+ * The policy model. struct ward_policy is opaque to library users; the sandbox
+ * reads the resolved_* fields, which ward_policy_resolve() fills.
+ *
+ * Hard caps: every list an agent can grow is bounded so a hostile policy file
+ * cannot exhaust memory or the kernel's mount table.
+ */
+#define WARD_POLICY_MAX_PATHS 256 /* per list: writable, protect, deny_read, unix sockets */
+#define WARD_POLICY_MAX_FILE 1048576 /* bytes of a --policy file */
+
+/* Why a path is protected, shown by `ward policy show` and in denial reports. */
+enum ward__protect_kind {
+	/* An existing file or directory bound read-only over itself. */
+	WARD_PROTECT_READONLY = 1,
+	/*
+	 * An existing directory bound read-write over itself. It stays writable,
+	 * but being a mount point it cannot be renamed, removed or replaced
+	 * (EBUSY), which stops "mv .git .git.old && mkdir .git" from sidestepping
+	 * the read-only binds beneath it.
+	 */
+	WARD_PROTECT_PIN = 2,
+	/*
+	 * A path that does not exist yet inside a writable root. Nothing is
+	 * mounted (ward never creates mount points on the host); the parent watches
+	 * `guard_dir` for `guard_name` being created (see sandbox/guard).
+	 */
+	WARD_PROTECT_MISSING = 3,
+};
+
+struct ward__protected {
+	char *path; /* canonical absolute path (for MISSING: canonical parent + rest) */
+	enum ward__protect_kind kind;
+	bool is_dir;
+	char *guard_dir; /* MISSING only: deepest existing ancestor (canonical) */
+	char *guard_name; /* MISSING only: first missing component under guard_dir */
+	const char *reason; /* static string: "git hooks", "git config", "agent config", "--protect", ... */
+};
+
+struct ward__deny {
+	char *path; /* canonical absolute */
+	bool is_dir;
+};
+
+struct ward__unix_socket {
+	char *path; /* canonical absolute */
+	dev_t dev;
+	ino_t ino;
+};
+
+struct ward__strv {
+	char **v;
+	size_t n;
+};
+
+struct ward_policy {
+	enum ward_sandbox_mode mode;
+	char *cwd; /* absolute (made absolute when set); NULL means the caller's cwd */
+	struct ward__strv writable; /* as given, absolute */
+	struct ward__strv protect;
+	struct ward__strv deny_read;
+	struct ward__strv unix_sockets;
+	bool network;
+	bool exclude_slash_tmp;
+	bool exclude_tmpdir_env_var;
+	bool require_isolation;
+
+	/* Filled by ward_policy_resolve(). */
+	bool resolved;
+	char *resolved_cwd; /* canonical */
+	struct ward__strv roots; /* canonical existing directories, sorted so parents come first */
+	struct ward__protected *protected; /* sorted so parents come first */
+	size_t n_protected;
+	struct ward__deny *deny;
+	size_t n_deny;
+	struct ward__unix_socket *sockets;
+	size_t n_sockets;
+	struct ward__strv notes; /* human-readable notes from resolution ("skipped missing root ...") */
+};
+
+/* strv helpers: bounded by WARD_POLICY_MAX_PATHS. */
+WARD_INTERNAL int ward__strv_push(struct ward__strv *v, const char *s);
+WARD_INTERNAL void ward__strv_release(struct ward__strv *v);
+WARD_INTERNAL bool ward__strv_contains(const struct ward__strv *v, const char *s);
+
+/* Drops the resolved_* state (called by resolve and free). */
+WARD_INTERNAL void ward__policy_clear_resolved(struct ward_policy *p);
+
+/* True when path (canonical) is inside (or equal to) one of the resolved writable roots. */
+WARD_INTERNAL bool ward__policy_path_writable(const struct ward_policy *p, const char *path);
+/* Returns the protected entry covering path, or NULL. */
+WARD_INTERNAL const struct ward__protected *ward__policy_protected_for(const struct ward_policy *p,
+								      const char *path);
+/* Returns the deny entry covering path, or NULL. */
+WARD_INTERNAL const struct ward__deny *ward__policy_deny_for(const struct ward_policy *p, const char *path);

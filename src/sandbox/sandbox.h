@@ -1,0 +1,233 @@
+/* SPDX-License-Identifier: MIT */
+#pragma once
+
+#include <limits.h>
+#include <signal.h>
+#include <sys/types.h>
+
+#include "basic/macro.h"
+#include "policy/policy.h"
+#include "ward/ward.h"
+
+/* ------------------------------------------------------------ host features (features.c) */
+
+struct ward__features {
+	bool userns; /* an unprivileged user namespace with a mount namespace can be created */
+	int userns_errno; /* why not (positive errno), when !userns */
+	char userns_why[160]; /* one-line reason, e.g. "kernel.apparmor_restrict_unprivileged_userns=1" */
+	int landlock_abi; /* 0 when Landlock is unavailable */
+	int landlock_errno;
+	bool seccomp; /* seccomp filters can be installed */
+	bool seccomp_user_notif; /* SECCOMP_RET_USER_NOTIF + pidfd_getfd usable */
+	bool mount_api; /* open_tree/move_mount/mount_setattr */
+	bool pidfd;
+	bool cgroup2; /* a cgroup v2 hierarchy is mounted */
+	bool cgroup2_delegated; /* and our cgroup is writable by us */
+	char cgroup_path[256];
+};
+
+/*
+ * Probes the host once per process and caches the answer; cheap afterwards.
+ * The userns probe is a clone() of a tiny child, about 100 us. Never fails:
+ * what cannot be probed is reported as absent.
+ */
+WARD_INTERNAL const struct ward__features *ward__features_get(void);
+
+/* ------------------------------------------------------------ Landlock (landlock.c) */
+
+/*
+ * Builds a Landlock ruleset for the policy as the sandbox sees it: read and
+ * execute everywhere, full access beneath every writable root and beneath
+ * /dev (ward's own tmpfs), read and write-file beneath /proc. With
+ * restrict_net (the fallback mode without a network namespace, ABI >= 4) TCP
+ * connect and bind are refused too. With ABI >= 6 signals and abstract unix
+ * sockets are scoped to the sandbox. Returns the ruleset fd (O_CLOEXEC) and
+ * the ABI actually used. Must be called where the final mount view is visible.
+ */
+WARD_INTERNAL int ward__landlock_build(const struct ward_policy *p, int abi, bool restrict_net,
+				       int *ret_ruleset_fd, struct ward_error *err);
+/* landlock_restrict_self() on the calling thread; no_new_privs must be set. */
+WARD_INTERNAL int ward__landlock_enforce(int ruleset_fd, struct ward_error *err);
+
+/* ------------------------------------------------------------ seccomp (seccomp.c) */
+
+struct ward__seccomp_opts {
+	bool network_off; /* the network is off for this run */
+	bool netns; /* a private network namespace is in force */
+	/*
+	 * Route connect() through the supervisor (seccomp user notification) so
+	 * host pathname unix sockets stay unreachable; also refuses AF_UNIX
+	 * SOCK_DGRAM sockets whose sendto() could address host sockets.
+	 */
+	bool supervise_connect;
+	/* Report filesystem write attempts to the supervisor (captured runs). */
+	bool observe_fs;
+	/* Also observe opens for reading (when deny-read paths exist). */
+	bool observe_reads;
+};
+
+/* A compiled filter: BPF instructions, built before fork so the child only loads it. */
+struct ward__seccomp_prog {
+	void *insns; /* struct sock_filter[] */
+	unsigned short len;
+	bool has_notify; /* contains SECCOMP_RET_USER_NOTIF actions */
+};
+
+WARD_INTERNAL int ward__seccomp_build(const struct ward__seccomp_opts *o, struct ward__seccomp_prog *ret,
+				      struct ward_error *err);
+WARD_INTERNAL void ward__seccomp_prog_release(struct ward__seccomp_prog *prog);
+/*
+ * Loads the filter on the calling thread (no_new_privs must be set). When the
+ * program has notify actions, *ret_listener_fd receives the notification fd,
+ * otherwise -1. Async-signal-safe: only syscalls.
+ */
+WARD_INTERNAL int ward__seccomp_load(const struct ward__seccomp_prog *prog, int *ret_listener_fd);
+/* Name of a syscall number on the native arch ("connect"), static storage or NULL. */
+WARD_INTERNAL const char *ward__seccomp_syscall_name(int nr);
+
+/* ------------------------------------------------------------ reports (init -> parent) */
+
+/*
+ * Messages written by the sandbox's processes into the report pipe. Each is one
+ * write() no larger than PIPE_BUF, so writers never interleave.
+ */
+enum ward__msg_type {
+	WARD_MSG_ERROR = 1, /* payload: struct ward__msg_error */
+	WARD_MSG_STATUS = 2, /* payload: struct ward__msg_status; the command ended */
+	WARD_MSG_DENIAL = 3, /* payload: struct ward__msg_denial */
+	WARD_MSG_READY = 4, /* payload: struct ward__msg_ready; the command was exec()ed */
+};
+
+struct ward__msg_hdr {
+	uint32_t type;
+	uint32_t len; /* payload bytes */
+};
+
+struct ward__msg_error {
+	struct ward_error error;
+	int32_t exit_code; /* 125 setup, 126 cannot execute, 127 not found */
+};
+
+struct ward__msg_status {
+	int32_t wait_status; /* as from waitpid() */
+};
+
+struct ward__msg_ready {
+	int32_t pid; /* the command's pid inside */
+};
+
+#define WARD_DENIAL_TARGET_MAX 3072
+struct ward__msg_denial {
+	char access[16]; /* "write", "create", "read", "connect", "sendto", "socket", "syscall", "delete", "rename" */
+	char syscall[24]; /* "openat", "connect", ... */
+	int32_t error; /* positive errno the command got */
+	int32_t pid; /* inside the sandbox */
+	char target[WARD_DENIAL_TARGET_MAX]; /* path, address, or syscall arguments; NUL-terminated */
+};
+
+/* Writes one message; async-signal-safe. Errors are ignored (the reader may be gone). */
+WARD_INTERNAL void ward__report(int fd, uint32_t type, const void *payload, uint32_t len);
+
+/* ------------------------------------------------------------ supervisor (supervise.c) */
+
+/*
+ * Runs in the sandbox's init (which has no seccomp filter), answering the
+ * command's seccomp notifications: emulated connect() that refuses host
+ * pathname unix sockets unless allow-listed (race-free: the path is opened
+ * O_PATH once and connected through /proc/self/fd), and filesystem observations
+ * that become WARD_MSG_DENIAL reports.
+ */
+struct ward__supervisor {
+	int listener_fd;
+	int report_fd;
+	const struct ward_policy *policy;
+	bool netns;
+	unsigned denials_sent;
+	unsigned denials_dropped;
+	void *priv; /* implementation state */
+};
+
+WARD_INTERNAL int ward__supervisor_init(struct ward__supervisor *s, int listener_fd, int report_fd,
+					const struct ward_policy *p, bool netns);
+/* Handles what is pending on listener_fd (call when it polls readable). -errno on fatal error. */
+WARD_INTERNAL int ward__supervisor_handle(struct ward__supervisor *s);
+WARD_INTERNAL void ward__supervisor_release(struct ward__supervisor *s);
+
+/* ------------------------------------------------------------ spawning (spawn.c, mounts.c, init.c) */
+
+#define WARD_MAX_KEEP_FDS 64
+#define WARD_MAX_DENIALS 256 /* per run; more are counted, not kept */
+
+struct ward__spawn_opts {
+	const struct ward_policy *policy; /* resolved */
+	char *const *argv;
+	char *const *envp; /* NULL: the caller's environ */
+	int stdio[3]; /* fds that become 0, 1, 2 in the command; -1: inherit the same fd */
+	int tty_fd; /* a pty slave to make the controlling terminal, or -1 */
+	int keep_fds[WARD_MAX_KEEP_FDS]; /* kept open at the same number */
+	size_t n_keep_fds;
+	bool observe_fs; /* install the filesystem denial observer */
+	bool quiet_fallback; /* do not print the fallback warning (the caller reports it) */
+};
+
+struct ward__denial {
+	char access[16];
+	char syscall[24];
+	int error;
+	char *target;
+};
+
+struct ward__sandbox {
+	pid_t pid; /* init (or the command itself in fallback mode) */
+	int pidfd;
+	int report_fd; /* read end of the report pipe, O_NONBLOCK */
+	int guard_fd; /* inotify fd watching missing protected paths, or -1 */
+	bool isolated; /* namespaces in force; false in the Landlock+seccomp fallback */
+	bool netns;
+	int landlock_abi; /* in force, 0 if none */
+	bool seccomp;
+	bool denials_exact; /* the supervisor observes filesystem and network denials */
+	bool ready; /* the command was exec()ed */
+	bool have_status;
+	int wait_status; /* of the command, when have_status */
+	bool have_error;
+	struct ward__msg_error error;
+	struct ward__denial *denials;
+	size_t n_denials;
+	size_t denials_dropped;
+	bool guard_tripped; /* a missing protected path was created and removed */
+	char fallback_missing[512]; /* in fallback mode: the guarantees not given */
+	void *priv;
+};
+
+/*
+ * Starts the sandbox: one fork; the child becomes PID 1 of new namespaces,
+ * builds the mount view, applies Landlock, forks the command, which applies
+ * seccomp and execs. Returns once the child exists (not when the command
+ * started); setup failures arrive as a WARD_MSG_ERROR report. Returns -errno
+ * (and err) only when nothing was started.
+ */
+WARD_INTERNAL int ward__sandbox_spawn(const struct ward__spawn_opts *o, struct ward__sandbox *ret,
+				      struct ward_error *err);
+/* Reads pending report messages (non-blocking). Returns 0, or -errno. EOF sets *ret_eof. */
+WARD_INTERNAL int ward__sandbox_read_reports(struct ward__sandbox *sb, bool *ret_eof);
+/* Handles pending events on guard_fd: removes created protected paths, kills the sandbox. */
+WARD_INTERNAL int ward__sandbox_handle_guard(struct ward__sandbox *sb);
+/* Forwards a signal to the command's process group (through init). */
+WARD_INTERNAL int ward__sandbox_signal(struct ward__sandbox *sb, int sig);
+/* Kills every process of the sandbox. Idempotent. */
+WARD_INTERNAL void ward__sandbox_kill(struct ward__sandbox *sb);
+/*
+ * Waits for init to exit (blocking), drains the reports, and computes the
+ * command's exit code as `ward run` reports it (125 when setup failed).
+ */
+WARD_INTERNAL int ward__sandbox_wait(struct ward__sandbox *sb, int *ret_exit_code);
+WARD_INTERNAL void ward__sandbox_release(struct ward__sandbox *sb);
+
+/* mounts.c: builds the mount view in the child (new mount namespace). */
+WARD_INTERNAL int ward__mounts_setup(const struct ward_policy *p, struct ward_error *err);
+
+/* init.c: the PID 1 loop. Never returns. */
+_noreturn_ WARD_INTERNAL void ward__init_main(const struct ward__spawn_opts *o, int report_fd,
+					      const struct ward__seccomp_prog *prog, int landlock_fd,
+					      bool isolated);
