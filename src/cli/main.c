@@ -1,1 +1,45 @@
-int main(void) { return 0; }
+/* SPDX-License-Identifier: MIT */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli/cli.h"
+
+static const char main_help[] =
+	"Usage: ward COMMAND [OPTIONS]\n"
+	"\n"
+	"Run the commands of AI coding agents inside an operating-system sandbox.\n"
+	"\n"
+	"Commands:\n"
+	"  run [OPTIONS] [--] CMD [ARG...]   run CMD in the sandbox (see 'ward run --help')\n"
+	"  policy show [OPTIONS]             print the resolved policy and this host's enforcement\n"
+	"  doctor [--json]                   report the kernel features and the guarantees given here\n"
+	"  help                              show this help\n"
+	"\n"
+	"Options:\n"
+	"  -h, --help                        show this help\n"
+	"      --version                     show the version\n";
+
+int main(int argc, char **argv)
+{
+	if (argc < 2) {
+		fputs(main_help, stderr);
+		return WARD_EXIT_FAILURE;
+	}
+	if (strcmp(argv[1], "run") == 0)
+		return cli_run(argc - 1, argv + 1);
+	if (strcmp(argv[1], "policy") == 0)
+		return cli_policy(argc - 1, argv + 1);
+	if (strcmp(argv[1], "doctor") == 0)
+		return cli_doctor(argc - 1, argv + 1);
+	if (strcmp(argv[1], "help") == 0 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
+		fputs(main_help, stdout);
+		return 0;
+	}
+	if (strcmp(argv[1], "--version") == 0) {
+		printf("ward %s\n", ward_version());
+		return 0;
+	}
+	cli_errorf("unknown command '%s'", argv[1]);
+	fprintf(stderr, "hint: see 'ward --help'\n");
+	return WARD_EXIT_FAILURE;
+}

@@ -1,2 +1,337 @@
 /* SPDX-License-Identifier: MIT */
-/* Being written. */
+#include <fcntl.h>
+#include <getopt.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "basic/cleanup.h"
+#include "basic/util.h"
+#include "cli/cli.h"
+
+#define STDIN_FILE_MAX (64ULL << 20)
+
+void cli_errorf(const char *fmt, ...)
+{
+	va_list ap;
+
+	fputs("ward: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
+
+void cli_report_error(const struct ward_error *err)
+{
+	fprintf(stderr, "ward: %s\n", err->message[0] ? err->message : "unknown error");
+	if (err->hint[0])
+		fprintf(stderr, "hint: %s\n", err->hint);
+}
+
+enum {
+	OPT_PROTECT = 0x100,
+	OPT_DENY_READ,
+	OPT_NETWORK,
+	OPT_ALLOW_UNIX_SOCKET,
+	OPT_POLICY,
+	OPT_EXCLUDE_SLASH_TMP,
+	OPT_EXCLUDE_TMPDIR,
+	OPT_REQUIRE_ISOLATION,
+	OPT_KEEP_FD,
+	OPT_VERSION,
+	OPT_TIMEOUT,
+	OPT_JSON,
+	OPT_JSON_BASE64,
+	OPT_MAX_OUTPUT,
+	OPT_STDIN,
+	OPT_ENV_INHERIT,
+	OPT_ENV_SET,
+	OPT_ENV_EXCLUDE,
+	OPT_ENV_INCLUDE_ONLY,
+	OPT_ENV_DEFAULT_EXCLUDES,
+};
+
+static const struct option run_options[] = {
+	{ "sandbox", required_argument, NULL, 's' },
+	{ "cd", required_argument, NULL, 'C' },
+	{ "writable", required_argument, NULL, 'w' },
+	{ "protect", required_argument, NULL, OPT_PROTECT },
+	{ "deny-read", required_argument, NULL, OPT_DENY_READ },
+	{ "network", required_argument, NULL, OPT_NETWORK },
+	{ "allow-unix-socket", required_argument, NULL, OPT_ALLOW_UNIX_SOCKET },
+	{ "policy", required_argument, NULL, OPT_POLICY },
+	{ "exclude-slash-tmp", no_argument, NULL, OPT_EXCLUDE_SLASH_TMP },
+	{ "exclude-tmpdir-env-var", no_argument, NULL, OPT_EXCLUDE_TMPDIR },
+	{ "require-isolation", no_argument, NULL, OPT_REQUIRE_ISOLATION },
+	{ "help", no_argument, NULL, 'h' },
+	{ "version", no_argument, NULL, OPT_VERSION },
+	/* Run-only options from here on. */
+	{ "keep-fd", required_argument, NULL, OPT_KEEP_FD },
+	{ "timeout", required_argument, NULL, OPT_TIMEOUT },
+	{ "json", no_argument, NULL, OPT_JSON },
+	{ "json-base64", no_argument, NULL, OPT_JSON_BASE64 },
+	{ "max-output", required_argument, NULL, OPT_MAX_OUTPUT },
+	{ "stdin", required_argument, NULL, OPT_STDIN },
+	{ "env-inherit", required_argument, NULL, OPT_ENV_INHERIT },
+	{ "env-set", required_argument, NULL, OPT_ENV_SET },
+	{ "env-exclude", required_argument, NULL, OPT_ENV_EXCLUDE },
+	{ "env-unset", required_argument, NULL, OPT_ENV_EXCLUDE },
+	{ "env-include-only", required_argument, NULL, OPT_ENV_INCLUDE_ONLY },
+	{ "env-default-excludes", no_argument, NULL, OPT_ENV_DEFAULT_EXCLUDES },
+	{ 0 },
+};
+
+static bool is_run_only(int c)
+{
+	return c >= OPT_KEEP_FD && c != OPT_VERSION;
+}
+
+void cli_run_args_release(struct cli_run_args *a)
+{
+	ward_policy_free(a->policy);
+	ward_run_options_free(a->opts);
+	a->policy = NULL;
+	a->opts = NULL;
+}
+
+static int fail_path(const char *verb, const char *opt, const char *arg, int r)
+{
+	cli_errorf("%s: %s '%s': %s", verb, opt, arg, strerror(-r));
+	return -1;
+}
+
+static int load_stdin_file(struct cli_run_args *a, const char *path)
+{
+	_cleanup_free_ char *buf = NULL;
+	size_t len = 0;
+	int r;
+
+	r = ward__read_file(path, STDIN_FILE_MAX, &buf, &len);
+	if (r == -EFBIG) {
+		cli_errorf("run: --stdin '%s': larger than %llu bytes", path, STDIN_FILE_MAX);
+		return -1;
+	}
+	if (r < 0)
+		return fail_path("run", "--stdin", path, r);
+	r = ward_run_options_set_stdin(a->opts, buf, len);
+	if (r < 0)
+		return fail_path("run", "--stdin", path, r);
+	return 0;
+}
+
+static int split_env_set(struct cli_run_args *a, const char *arg)
+{
+	_cleanup_free_ char *name = NULL;
+	const char *eq = strchr(arg, '=');
+	int r;
+
+	if (!eq || eq == arg) {
+		cli_errorf("run: --env-set '%s': expected NAME=VALUE", arg);
+		return -1;
+	}
+	name = strndup(arg, (size_t)(eq - arg));
+	if (!name)
+		return fail_path("run", "--env-set", arg, -ENOMEM);
+	r = ward_run_options_env_set(a->opts, name, eq + 1);
+	if (r < 0)
+		return fail_path("run", "--env-set", arg, r);
+	return 0;
+}
+
+int cli_parse_run_args(int argc, char **argv, bool allow_run_options, struct cli_run_args *a)
+{
+	const char *verb = allow_run_options ? "run" : "policy show";
+	struct ward_error err = { 0 };
+	int r, c;
+
+	*a = (struct cli_run_args){ 0 };
+	if (ward_policy_new(&a->policy) < 0 || ward_run_options_new(&a->opts) < 0) {
+		cli_errorf("out of memory");
+		return -1;
+	}
+
+	opterr = 0;
+	optind = 1;
+	/* "+": stop at the first non-option, so the command's own options stay the command's. */
+	while ((c = getopt_long(argc, argv, "+:s:C:w:h", run_options, NULL)) != -1) {
+		if (!allow_run_options && is_run_only(c)) {
+			cli_errorf("%s: option '%s' only applies to 'ward run'", verb, argv[optind - 1]);
+			return -1;
+		}
+		switch (c) {
+		case 's': {
+			enum ward_sandbox_mode m;
+
+			if (ward_policy_mode_from_string(optarg, &m) < 0) {
+				cli_errorf("%s: --sandbox '%s': expected read-only, workspace-write or danger-full-access",
+					   verb, optarg);
+				return -1;
+			}
+			ward_policy_set_mode(a->policy, m);
+			break;
+		}
+		case 'C':
+			r = ward_policy_set_cwd(a->policy, optarg);
+			if (r < 0)
+				return fail_path(verb, "--cd", optarg, r);
+			break;
+		case 'w':
+			r = ward_policy_add_writable(a->policy, optarg);
+			if (r < 0)
+				return fail_path(verb, "--writable", optarg, r);
+			break;
+		case OPT_PROTECT:
+			r = ward_policy_add_protect(a->policy, optarg);
+			if (r < 0)
+				return fail_path(verb, "--protect", optarg, r);
+			break;
+		case OPT_DENY_READ:
+			r = ward_policy_add_deny_read(a->policy, optarg);
+			if (r < 0)
+				return fail_path(verb, "--deny-read", optarg, r);
+			break;
+		case OPT_NETWORK:
+			if (strcmp(optarg, "off") == 0)
+				ward_policy_set_network(a->policy, false);
+			else if (strcmp(optarg, "on") == 0)
+				ward_policy_set_network(a->policy, true);
+			else {
+				cli_errorf("%s: --network '%s': expected off or on", verb, optarg);
+				return -1;
+			}
+			break;
+		case OPT_ALLOW_UNIX_SOCKET:
+			r = ward_policy_add_unix_socket(a->policy, optarg);
+			if (r < 0)
+				return fail_path(verb, "--allow-unix-socket", optarg, r);
+			break;
+		case OPT_POLICY:
+			r = ward_policy_load_file(a->policy, optarg, &err);
+			if (r < 0) {
+				cli_report_error(&err);
+				return -1;
+			}
+			break;
+		case OPT_EXCLUDE_SLASH_TMP:
+			ward_policy_set_exclude_slash_tmp(a->policy, true);
+			break;
+		case OPT_EXCLUDE_TMPDIR:
+			ward_policy_set_exclude_tmpdir_env_var(a->policy, true);
+			break;
+		case OPT_REQUIRE_ISOLATION:
+			ward_policy_set_require_isolation(a->policy, true);
+			break;
+		case OPT_KEEP_FD: {
+			uint64_t fd;
+
+			if (ward__parse_u64(optarg, &fd) < 0 || fd > 65535) {
+				cli_errorf("run: --keep-fd '%s': expected a file descriptor number", optarg);
+				return -1;
+			}
+			if (fcntl((int)fd, F_GETFD) < 0) {
+				cli_errorf("run: --keep-fd %s: not an open file descriptor", optarg);
+				return -1;
+			}
+			if (a->n_keep_fds >= ELEMENTSOF(a->keep_fds)) {
+				cli_errorf("run: --keep-fd: at most %zu descriptors", ELEMENTSOF(a->keep_fds));
+				return -1;
+			}
+			a->keep_fds[a->n_keep_fds++] = (int)fd;
+			break;
+		}
+		case OPT_TIMEOUT:
+			if (ward__parse_seconds_ms(optarg, &a->timeout_ms) < 0 || a->timeout_ms == 0) {
+				cli_errorf("run: --timeout '%s': expected a positive number of seconds", optarg);
+				return -1;
+			}
+			a->have_timeout = true;
+			ward_run_options_set_timeout_ms(a->opts, a->timeout_ms);
+			break;
+		case OPT_JSON:
+			a->json = true;
+			break;
+		case OPT_JSON_BASE64:
+			a->json = true;
+			a->json_base64 = true;
+			ward_run_options_set_json_base64(a->opts, true);
+			break;
+		case OPT_MAX_OUTPUT: {
+			uint64_t n;
+
+			if (ward__parse_size(optarg, &n) < 0 || n > (1ULL << 30) ||
+			    ward_run_options_set_max_output(a->opts, (size_t)n) < 0) {
+				cli_errorf("run: --max-output '%s': expected a byte count from 64 to 1G", optarg);
+				return -1;
+			}
+			break;
+		}
+		case OPT_STDIN:
+			if (strcmp(optarg, "-") == 0) {
+				a->stdin_inherit = true;
+				ward_run_options_set_stdin_fd(a->opts, STDIN_FILENO);
+			} else {
+				a->stdin_path = optarg;
+			}
+			break;
+		case OPT_ENV_INHERIT: {
+			enum ward_env_inherit in;
+
+			if (strcmp(optarg, "all") == 0)
+				in = WARD_ENV_INHERIT_ALL;
+			else if (strcmp(optarg, "core") == 0)
+				in = WARD_ENV_INHERIT_CORE;
+			else if (strcmp(optarg, "none") == 0)
+				in = WARD_ENV_INHERIT_NONE;
+			else {
+				cli_errorf("run: --env-inherit '%s': expected all, core or none", optarg);
+				return -1;
+			}
+			ward_run_options_set_env_inherit(a->opts, in);
+			break;
+		}
+		case OPT_ENV_SET:
+			if (split_env_set(a, optarg) < 0)
+				return -1;
+			break;
+		case OPT_ENV_EXCLUDE:
+			r = ward_run_options_env_exclude(a->opts, optarg);
+			if (r < 0)
+				return fail_path("run", "--env-exclude", optarg, r);
+			break;
+		case OPT_ENV_INCLUDE_ONLY:
+			r = ward_run_options_env_include_only(a->opts, optarg);
+			if (r < 0)
+				return fail_path("run", "--env-include-only", optarg, r);
+			break;
+		case OPT_ENV_DEFAULT_EXCLUDES:
+			ward_run_options_set_env_default_excludes(a->opts, true);
+			break;
+		case 'h':
+			a->help = true;
+			return optind;
+		case OPT_VERSION:
+			a->version = true;
+			return optind;
+		case ':':
+			cli_errorf("%s: option '%s' needs a value", verb, argv[optind - 1]);
+			fprintf(stderr, "hint: see 'ward %s --help'\n", verb);
+			return -1;
+		case '?':
+		default:
+			if (optopt && optopt < 0x100)
+				cli_errorf("%s: unknown option '-%c'", verb, optopt);
+			else
+				cli_errorf("%s: unknown option '%s'", verb, argv[optind - 1]);
+			fprintf(stderr, "hint: see 'ward %s --help'\n", verb);
+			return -1;
+		}
+	}
+	if (a->stdin_path && a->json && load_stdin_file(a, a->stdin_path) < 0)
+		return -1;
+	if (optind < argc)
+		a->argv = argv + optind;
+	return optind;
+}

@@ -1,2 +1,348 @@
 /* SPDX-License-Identifier: MIT */
-/* Being written. */
+/*
+ * `ward run`: one command in the sandbox, stdio straight through.
+ *
+ * Pipes and files are handed to the command as they are: ward copies no byte.
+ * When ward's stdin or stdout is a terminal, the command gets a pty of its own
+ * (in its own session, as its controlling terminal) and ward relays between
+ * the pty and the real terminal, which it puts in raw mode: job control,
+ * window size and Ctrl-C work inside, and the command never holds the user's
+ * real terminal, so it cannot inject keystrokes into it.
+ */
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/signalfd.h>
+#include <sys/timerfd.h>
+#include <termios.h>
+#include <unistd.h>
+
+#include "basic/cleanup.h"
+#include "basic/error.h"
+#include "basic/util.h"
+#include "cli/cli.h"
+#include "exec/exec.h"
+#include "sandbox/sandbox.h"
+
+static const char run_help[] =
+	"Usage: ward run [OPTIONS] [--] COMMAND [ARG...]\n"
+	"\n"
+	"Run COMMAND in a sandbox. Options after COMMAND belong to the command.\n"
+	"\n"
+	"Policy:\n"
+	"  -s, --sandbox MODE           read-only, workspace-write (default), danger-full-access\n"
+	"  -C, --cd DIR                 working directory (a writable root in workspace-write)\n"
+	"  -w, --writable PATH          add a writable root (repeatable)\n"
+	"      --protect PATH           keep PATH read-only inside writable roots (repeatable)\n"
+	"      --deny-read PATH         make a file or directory unreadable inside (repeatable)\n"
+	"      --network off|on         network access (default off; loopback works inside)\n"
+	"      --allow-unix-socket PATH let the command connect to this host unix socket\n"
+	"      --policy FILE            read the policy from JSON (ward's or Codex's form)\n"
+	"      --exclude-slash-tmp      do not make /tmp writable\n"
+	"      --exclude-tmpdir-env-var do not make $TMPDIR writable\n"
+	"      --require-isolation      fail (125) instead of running without namespaces\n"
+	"\n"
+	"Run:\n"
+	"      --keep-fd N              keep file descriptor N open in the command\n"
+	"      --timeout SECONDS        kill everything in the sandbox after SECONDS (exit 124)\n"
+	"      --json                   capture the run, print one JSON object (docs/json.md)\n"
+	"      --json-base64            with --json, add base64 forms of the outputs\n"
+	"      --max-output BYTES       with --json, cap each output (default 1M; head and tail kept)\n"
+	"      --stdin FILE|-           command's stdin: FILE, or ward's own stdin (with --json\n"
+	"                               the default is /dev/null)\n"
+	"      --env-inherit all|core|none   environment passed in (default all)\n"
+	"      --env-set NAME=VALUE     set a variable (repeatable)\n"
+	"      --env-exclude PATTERN    drop variables matching PATTERN (alias --env-unset)\n"
+	"      --env-include-only PATTERN  keep only variables matching PATTERN (repeatable)\n"
+	"      --env-default-excludes   also drop *KEY*, *SECRET*, *TOKEN*\n"
+	"  -h, --help                   show this help\n"
+	"      --version                show the version\n"
+	"\n"
+	"Exit status: the command's own; 128+N if it died of signal N; 124 timed out;\n"
+	"125 ward failed; 126 command not executable; 127 command not found.\n";
+
+struct tty_state {
+	bool active; /* a pty is relayed */
+	bool raw; /* the real terminal was put in raw mode */
+	int term_in; /* real terminal fd we read keystrokes from, or -1 */
+	int term_out; /* real terminal fd we write the pty's output to, or -1 */
+	int master;
+	struct termios saved;
+};
+
+static struct tty_state tty = { .term_in = -1, .term_out = -1, .master = -1 };
+
+static void tty_restore(void)
+{
+	if (tty.raw) {
+		tcsetattr(tty.term_in, TCSAFLUSH, &tty.saved);
+		tty.raw = false;
+	}
+}
+
+static void copy_winsize(void)
+{
+	struct winsize ws;
+	int src = tty.term_in >= 0 ? tty.term_in : tty.term_out;
+
+	if (src >= 0 && ioctl(src, TIOCGWINSZ, &ws) == 0)
+		ioctl(tty.master, TIOCSWINSZ, &ws);
+}
+
+/*
+ * Decides whether the command gets a pty, and prepares the real terminal. The
+ * pty itself is opened inside the sandbox (its own devpts) by spawn.
+ */
+static void tty_prepare(struct ward__spawn_opts *so)
+{
+	struct termios t;
+	int ref = -1;
+
+	for (int fd = 0; fd < 3; fd++)
+		if (isatty(fd)) {
+			ref = fd;
+			break;
+		}
+	if (ref < 0)
+		return;
+	so->pty = true;
+	for (int fd = 0; fd < 3; fd++)
+		so->pty_stdio[fd] = so->stdio[fd] < 0 && isatty(fd);
+	if (tcgetattr(ref, &so->termios) == 0)
+		so->have_termios = true;
+	ioctl(ref, TIOCGWINSZ, &so->winsize);
+	tty.term_in = isatty(STDIN_FILENO) && so->pty_stdio[0] ? STDIN_FILENO : -1;
+	tty.term_out = isatty(STDOUT_FILENO) ? STDOUT_FILENO : isatty(STDERR_FILENO) ? STDERR_FILENO : -1;
+	if (tty.term_in >= 0 && tcgetattr(tty.term_in, &tty.saved) == 0) {
+		t = tty.saved;
+		cfmakeraw(&t);
+		if (tcsetattr(tty.term_in, TCSAFLUSH, &t) == 0) {
+			tty.raw = true;
+			atexit(tty_restore);
+		}
+	}
+	tty.active = true;
+}
+
+/* Copies what is available from one fd to another; returns false at EOF or error. */
+static bool relay(int from, int to)
+{
+	char buf[16384];
+	ssize_t n = read(from, buf, sizeof(buf));
+
+	if (n < 0)
+		return errno == EAGAIN || errno == EINTR;
+	if (n == 0)
+		return false;
+	if (to >= 0)
+		ward__write_all(to, buf, (size_t)n);
+	return true;
+}
+
+static void print_fallback_warning(const struct ward__sandbox *sb)
+{
+	const struct ward__features *f = ward__features_get();
+
+	fprintf(stderr,
+		"ward: warning: user namespaces are unavailable (%s); running with Landlock (ABI %d) and seccomp only, without: %s\n",
+		f->userns_why[0] ? f->userns_why : "refused by this host", sb->landlock_abi, sb->fallback_missing);
+}
+
+static int run_plain(struct cli_run_args *a)
+{
+	struct ward__spawn_opts so = { .policy = a->policy, .argv = a->argv, .tty_fd = -1 };
+	struct ward__sandbox sb;
+	struct ward_error err = { 0 };
+	_cleanup_strv_free_ char **envp = NULL;
+	_cleanup_close_ int sfd = -1, tfd = -1, stdin_fd = -1;
+	bool timed_out = false, stdin_open, master_open;
+	sigset_t set;
+	int code = WARD_EXIT_FAILURE, r;
+
+	r = ward_policy_resolve(a->policy, &err);
+	if (r < 0) {
+		cli_report_error(&err);
+		return WARD_EXIT_FAILURE;
+	}
+	r = ward__exec_env_build(a->opts, a->policy, &envp);
+	if (r < 0) {
+		cli_errorf("run: cannot build the environment: %s", strerror(-r));
+		return WARD_EXIT_FAILURE;
+	}
+	so.envp = envp;
+	so.stdio[0] = so.stdio[1] = so.stdio[2] = -1;
+	memcpy(so.keep_fds, a->keep_fds, sizeof(a->keep_fds[0]) * a->n_keep_fds);
+	so.n_keep_fds = a->n_keep_fds;
+
+	if (a->stdin_path) {
+		stdin_fd = open(a->stdin_path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+		if (stdin_fd < 0) {
+			cli_errorf("run: --stdin '%s': %s", a->stdin_path, strerror(errno));
+			return WARD_EXIT_FAILURE;
+		}
+		so.stdio[0] = stdin_fd;
+	}
+
+	tty_prepare(&so);
+
+	/* Signals arrive through a signalfd and are forwarded; blocked before the fork so none is lost. */
+	sigemptyset(&set);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGHUP);
+	sigaddset(&set, SIGQUIT);
+	sigaddset(&set, SIGUSR1);
+	sigaddset(&set, SIGUSR2);
+	sigaddset(&set, SIGWINCH);
+	sigaddset(&set, SIGCONT);
+	sigaddset(&set, SIGTSTP);
+	sigaddset(&set, SIGALRM);
+	sigprocmask(SIG_BLOCK, &set, NULL);
+	sfd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
+	if (sfd < 0) {
+		cli_errorf("run: cannot set up signal handling: %s", strerror(errno));
+		return WARD_EXIT_FAILURE;
+	}
+	signal(SIGPIPE, SIG_IGN);
+
+	r = ward__sandbox_spawn(&so, &sb, &err);
+	if (r < 0) {
+		tty_restore();
+		cli_report_error(&err);
+		return WARD_EXIT_FAILURE;
+	}
+	if (tty.active) {
+		tty.master = TAKE_FD(sb.pty_master);
+		if (tty.master < 0)
+			tty.active = false;
+		else
+			ward__fd_nonblock(tty.master, true);
+	}
+	if (!sb.isolated && a->policy->mode != WARD_MODE_DANGER_FULL_ACCESS)
+		print_fallback_warning(&sb);
+
+	if (a->have_timeout) {
+		struct itimerspec its = { .it_value = { .tv_sec = (time_t)(a->timeout_ms / 1000),
+							.tv_nsec = (long)(a->timeout_ms % 1000) * 1000000L } };
+
+		tfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+		if (tfd < 0 || timerfd_settime(tfd, 0, &its, NULL) < 0) {
+			ward__sandbox_release(&sb);
+			tty_restore();
+			cli_errorf("run: cannot arm the timeout: %s", strerror(errno));
+			return WARD_EXIT_FAILURE;
+		}
+	}
+
+	stdin_open = tty.active && tty.term_in >= 0;
+	master_open = tty.active;
+	for (;;) {
+		struct pollfd p[7] = {
+			{ .fd = sb.pidfd, .events = POLLIN },
+			{ .fd = sfd, .events = POLLIN },
+			{ .fd = sb.report_fd, .events = POLLIN },
+			{ .fd = sb.guard_fd, .events = POLLIN },
+			{ .fd = tfd, .events = POLLIN },
+			{ .fd = master_open ? tty.master : -1, .events = POLLIN },
+			{ .fd = stdin_open ? tty.term_in : -1, .events = POLLIN },
+		};
+
+		if (poll(p, ELEMENTSOF(p), -1) < 0) {
+			if (errno == EINTR)
+				continue;
+			break;
+		}
+		if (p[5].revents & (POLLIN | POLLHUP | POLLERR))
+			master_open = relay(tty.master, tty.term_out);
+		if (p[6].revents & (POLLIN | POLLHUP | POLLERR))
+			stdin_open = relay(tty.term_in, tty.master);
+		if (p[2].revents)
+			ward__sandbox_read_reports(&sb, NULL);
+		if (p[3].revents)
+			ward__sandbox_handle_guard(&sb);
+		if (p[4].revents & POLLIN) {
+			timed_out = true;
+			ward__sandbox_kill(&sb);
+		}
+		if (p[1].revents & POLLIN) {
+			struct signalfd_siginfo si;
+
+			while (read(sfd, &si, sizeof(si)) == sizeof(si)) {
+				if (si.ssi_signo == SIGWINCH && tty.active)
+					/* The kernel signals the pty's foreground group itself. */
+					copy_winsize();
+				else
+					ward__sandbox_signal(&sb, (int)si.ssi_signo);
+			}
+		}
+		if (p[0].revents & POLLIN)
+			break;
+	}
+	/* Everything inside is dead now; flush what the pty still holds. */
+	while (master_open && relay(tty.master, tty.term_out)) {
+		struct pollfd pf = { .fd = tty.master, .events = POLLIN };
+
+		if (poll(&pf, 1, 0) <= 0)
+			break;
+	}
+	r = ward__sandbox_wait(&sb, &code);
+	tty_restore();
+	if (r < 0) {
+		cli_errorf("run: cannot wait for the sandbox: %s", strerror(-r));
+		code = WARD_EXIT_FAILURE;
+	} else if (sb.have_error) {
+		cli_report_error(&sb.error.error);
+	}
+	if (sb.guard_tripped)
+		for (size_t i = 0; i < sb.n_denials; i++)
+			if (strcmp(sb.denials[i].access, "create") == 0)
+				cli_errorf("run: the command created protected path '%s'; the sandbox was stopped and it was removed",
+					   sb.denials[i].target);
+	if (timed_out)
+		code = WARD_EXIT_TIMEOUT;
+	ward__sandbox_release(&sb);
+	if (tty.master >= 0)
+		close(tty.master);
+	return code;
+}
+
+int cli_run(int argc, char **argv)
+{
+	struct cli_run_args a;
+	int code, r;
+
+	r = cli_parse_run_args(argc, argv, true, &a);
+	if (r < 0) {
+		cli_run_args_release(&a);
+		return WARD_EXIT_FAILURE;
+	}
+	if (a.help) {
+		fputs(run_help, stdout);
+		cli_run_args_release(&a);
+		return 0;
+	}
+	if (a.version) {
+		printf("ward %s\n", ward_version());
+		cli_run_args_release(&a);
+		return 0;
+	}
+	if (!a.argv) {
+		cli_errorf("run: no command given");
+		fprintf(stderr, "hint: ward run [OPTIONS] [--] COMMAND [ARG...]\n");
+		cli_run_args_release(&a);
+		return WARD_EXIT_FAILURE;
+	}
+	r = ward_run_options_set_argv(a.opts, (const char *const *)a.argv);
+	if (r < 0) {
+		cli_errorf("run: %s", strerror(-r));
+		cli_run_args_release(&a);
+		return WARD_EXIT_FAILURE;
+	}
+	code = a.json ? cli_run_json(&a) : run_plain(&a);
+	cli_run_args_release(&a);
+	return code;
+}

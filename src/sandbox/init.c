@@ -1,2 +1,430 @@
 /* SPDX-License-Identifier: MIT */
-/* Being written. */
+/*
+ * The sandbox's init: PID 1 of the new pid namespace (or, in the fallback
+ * without namespaces, a child subreaper). It is ward's own code, not an exec:
+ *
+ *   - enforces Landlock on itself, so the command inherits the domain;
+ *   - forks the command, which starts a new session, drops every capability,
+ *     loads the seccomp filter and execs;
+ *   - answers the command's seccomp notifications (supervise.c);
+ *   - forwards the signals ward receives to the command's process group;
+ *   - reaps orphans, and when the command ends kills everything left inside,
+ *     reports the command's wait status and exits with its code.
+ *
+ * If ward is killed, PR_SET_PDEATHSIG kills init, and the kernel kills every
+ * process of a pid namespace whose init dies (pid_namespaces(7)).
+ */
+#include <fcntl.h>
+#include <linux/capability.h>
+#include <linux/close_range.h>
+#include <linux/securebits.h>
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/prctl.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "basic/error.h"
+#include "basic/util.h"
+#include "sandbox/sandbox.h"
+
+static const int forwarded_signals[] = { SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGUSR1,
+					 SIGUSR2, SIGWINCH, SIGCONT, SIGTSTP, SIGALRM };
+
+static void forwarded_set(sigset_t *set)
+{
+	sigemptyset(set);
+	for (size_t i = 0; i < ELEMENTSOF(forwarded_signals); i++)
+		sigaddset(set, forwarded_signals[i]);
+	sigaddset(set, SIGCHLD);
+}
+
+_noreturn_ static void cmd_fail(int report_fd, int code, const struct ward_error *e)
+{
+	struct ward__msg_error m = { .error = *e, .exit_code = code };
+
+	ward__report(report_fd, WARD_MSG_ERROR, &m, sizeof(m));
+	_exit(code);
+}
+
+static const char *env_get(char *const *envp, const char *name)
+{
+	size_t n = strlen(name);
+
+	for (; envp && *envp; envp++)
+		if (strncmp(*envp, name, n) == 0 && (*envp)[n] == '=')
+			return *envp + n + 1;
+	return NULL;
+}
+
+/*
+ * execvpe() looks PATH up in ward's own environment; the command's
+ * environment is built from a policy, so search the PATH it will see.
+ */
+static int exec_search(char *const *argv, char *const *envp)
+{
+	const char *path, *p;
+	int saved = ENOENT;
+	char buf[PATH_MAX];
+
+	if (strchr(argv[0], '/')) {
+		execve(argv[0], argv, envp);
+		return -errno;
+	}
+	path = env_get(envp, "PATH");
+	if (!path)
+		path = "/usr/local/bin:/usr/bin:/bin";
+	for (p = path;; p++) {
+		const char *end = strchrnul(p, ':');
+		size_t dl = (size_t)(end - p);
+
+		if (dl == 0)
+			snprintf(buf, sizeof(buf), "%s", argv[0]);
+		else
+			snprintf(buf, sizeof(buf), "%.*s/%s", (int)dl, p, argv[0]);
+		execve(buf, argv, envp);
+		/* EACCES on one entry must not hide a later match, but is remembered (as execvp does). */
+		if (errno == EACCES || errno == ENOEXEC || errno == EISDIR)
+			saved = errno == EISDIR ? EACCES : errno;
+		else if (errno != ENOENT && errno != ENOTDIR && errno != ENAMETOOLONG)
+			saved = errno;
+		if (!*end)
+			break;
+		p = end;
+	}
+	return -saved;
+}
+
+static int drop_capabilities(struct ward_error *err)
+{
+	struct __user_cap_header_struct hdr = { .version = _LINUX_CAPABILITY_VERSION_3 };
+	struct __user_cap_data_struct data[2] = { 0 };
+
+	/*
+	 * Empty bounding set and locked securebits: even a uid 0 inside (ward run
+	 * by root) regains nothing at execve(), and no setuid binary fixes it up.
+	 * Without CAP_SETPCAP (fallback mode, unprivileged) these fail, and there
+	 * is nothing to drop anyway; capget() below is the check that counts.
+	 */
+	for (int cap = 0; cap <= 63; cap++)
+		if (prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) < 0 && errno == EINVAL)
+			break;
+	prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0);
+	prctl(PR_SET_SECUREBITS,
+	      SECBIT_NOROOT | SECBIT_NOROOT_LOCKED | SECBIT_NO_SETUID_FIXUP | SECBIT_NO_SETUID_FIXUP_LOCKED |
+		      SECBIT_KEEP_CAPS_LOCKED | SECBIT_NO_CAP_AMBIENT_RAISE | SECBIT_NO_CAP_AMBIENT_RAISE_LOCKED,
+	      0, 0, 0);
+	if (syscall(SYS_capset, &hdr, data) < 0)
+		return ward__error(err, -errno, "capabilities", "cannot drop capabilities: %m");
+	if (syscall(SYS_capget, &hdr, data) < 0)
+		return ward__error(err, -errno, "capabilities", "cannot read capabilities: %m");
+	if (data[0].effective || data[0].permitted || data[1].effective || data[1].permitted)
+		return ward__error(err, -EPERM, "capabilities", "capabilities remain after dropping them");
+	return 0;
+}
+
+int ward__send_fd(int sock, int fd)
+{
+	char c = 'L';
+	struct iovec iov = { .iov_base = &c, .iov_len = 1 };
+	union {
+		struct cmsghdr h;
+		char buf[CMSG_SPACE(sizeof(int))];
+	} u = { 0 };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf, .msg_controllen = sizeof(u.buf) };
+	struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
+
+	cm->cmsg_level = SOL_SOCKET;
+	cm->cmsg_type = SCM_RIGHTS;
+	cm->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(cm), &fd, sizeof(int));
+	return RET_NERRNO(sendmsg(sock, &mh, MSG_NOSIGNAL));
+}
+
+int ward__recv_fd(int sock)
+{
+	char c;
+	struct iovec iov = { .iov_base = &c, .iov_len = 1 };
+	union {
+		struct cmsghdr h;
+		char buf[CMSG_SPACE(sizeof(int))];
+	} u = { 0 };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf, .msg_controllen = sizeof(u.buf) };
+	struct cmsghdr *cm;
+	ssize_t n;
+	int fd = -1;
+
+	do
+		n = recvmsg(sock, &mh, MSG_CMSG_CLOEXEC);
+	while (n < 0 && errno == EINTR);
+	if (n <= 0)
+		return n < 0 ? -errno : -EPIPE;
+	cm = CMSG_FIRSTHDR(&mh);
+	if (!cm || cm->cmsg_type != SCM_RIGHTS || cm->cmsg_len != CMSG_LEN(sizeof(int)))
+		return -EPROTO;
+	memcpy(&fd, CMSG_DATA(cm), sizeof(int));
+	return fd;
+}
+
+/* Moves the requested stdio fds into place without one clobbering another. */
+static int setup_stdio(const struct ward__spawn_opts *o, struct ward_error *err)
+{
+	int tmp[3] = { -1, -1, -1 };
+
+	for (int i = 0; i < 3; i++) {
+		if (o->stdio[i] < 0)
+			continue;
+		tmp[i] = fcntl(o->stdio[i], F_DUPFD_CLOEXEC, 10);
+		if (tmp[i] < 0)
+			return ward__error(err, -errno, "spawn", "cannot duplicate fd %d: %m", o->stdio[i]);
+	}
+	for (int i = 0; i < 3; i++) {
+		if (tmp[i] < 0)
+			continue;
+		if (dup2(tmp[i], i) < 0)
+			return ward__error(err, -errno, "spawn", "cannot set up fd %d: %m", i);
+		close(tmp[i]);
+	}
+	return 0;
+}
+
+/* Every fd above 2 is closed at exec, except the ones asked for with --keep-fd. */
+static int close_other_fds(const struct ward__spawn_opts *o, struct ward_error *err)
+{
+	if (syscall(SYS_close_range, 3U, ~0U, CLOSE_RANGE_CLOEXEC) < 0)
+		return ward__error(err, -errno, "spawn", "cannot mark fds close-on-exec: %m");
+	for (size_t i = 0; i < o->n_keep_fds; i++) {
+		int r = ward__fd_cloexec(o->keep_fds[i], false);
+
+		if (r < 0)
+			return ward__error(err, r, "spawn", "cannot keep fd %d open: %m", o->keep_fds[i]);
+	}
+	return 0;
+}
+
+_noreturn_ static void command_main(const struct ward__spawn_opts *o, int report_fd, int sock,
+				    const struct ward__seccomp_prog *prog)
+{
+	char *const *envp = o->envp ? o->envp : environ;
+	struct ward_error e = { 0 };
+	sigset_t empty;
+	int listener = -1;
+	int r;
+
+	sigemptyset(&empty);
+	sigprocmask(SIG_SETMASK, &empty, NULL);
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
+
+	/*
+	 * A new session: the command has no controlling terminal of ward's, so
+	 * TIOCSTI could not inject into it even without the seccomp rule
+	 * (CVE-2017-5226). An interactive run gets a pty of its own instead.
+	 */
+	if (setsid() < 0) {
+		ward__error(&e, -errno, "spawn", "cannot start a new session: %m");
+		cmd_fail(report_fd, 125, &e);
+	}
+	if (o->tty_fd >= 0 && ioctl(o->tty_fd, TIOCSCTTY, 0) < 0) {
+		ward__error(&e, -errno, "spawn", "cannot make the pty the controlling terminal: %m");
+		cmd_fail(report_fd, 125, &e);
+	}
+	if (setup_stdio(o, &e) < 0 || close_other_fds(o, &e) < 0 || drop_capabilities(&e) < 0)
+		cmd_fail(report_fd, 125, &e);
+
+	if (prog->insns) {
+		r = ward__seccomp_load(prog, &listener);
+		if (r < 0) {
+			ward__error(&e, r, "seccomp", "cannot load the seccomp filter: %m");
+			cmd_fail(report_fd, 125, &e);
+		}
+		if (listener >= 0) {
+			r = ward__send_fd(sock, listener);
+			if (r < 0) {
+				ward__error(&e, r, "seccomp", "cannot hand the notification fd to init: %m");
+				cmd_fail(report_fd, 125, &e);
+			}
+			close(listener);
+		}
+	}
+	if (sock >= 0)
+		close(sock);
+
+	r = exec_search(o->argv, envp);
+	ward__error(&e, r, "exec", "cannot execute '%s': %m", o->argv[0]);
+	cmd_fail(report_fd, r == -ENOENT ? 127 : 126, &e);
+}
+
+struct cmd_args {
+	const struct ward__spawn_opts *o;
+	int report_fd;
+	int sock;
+	int sfd;
+	const struct ward__seccomp_prog *prog;
+};
+
+static int cmd_entry(void *arg)
+{
+	const struct cmd_args *a = arg;
+
+	close(a->sfd);
+	command_main(a->o, a->report_fd, a->sock, a->prog);
+	return 0;
+}
+
+/*
+ * The command is started vfork-style: CLONE_VM|CLONE_VFORK shares init's
+ * memory until the exec instead of copying its page tables, which costs more
+ * than everything else in the launch on some virtual machines. init is
+ * suspended meanwhile; the child only makes syscalls and writes to its own
+ * stack (errno aside, which init does not read across the call).
+ */
+static pid_t spawn_command(struct cmd_args *a)
+{
+	static char stack[256 * 1024] __attribute__((aligned(64)));
+
+	return clone(cmd_entry, stack + sizeof(stack), CLONE_VM | CLONE_VFORK | SIGCHLD, a);
+}
+
+static void kill_everything(bool isolated)
+{
+	if (isolated)
+		/* As PID 1, kill(-1) reaches every other process of the namespace. */
+		kill(-1, SIGKILL);
+	else
+		ward__kill_tree(getpid());
+}
+
+void ward__init_main(const struct ward__spawn_opts *o, int report_fd, const struct ward__seccomp_prog *prog,
+		     int landlock_fd, bool isolated)
+{
+	struct ward__supervisor sup = { .listener_fd = -1 };
+	bool have_sup = false, have_status = false;
+	struct ward_error e = { 0 };
+	int sv[2] = { -1, -1 };
+	int sfd, status = 0, code;
+	sigset_t set;
+	pid_t cmd;
+
+	forwarded_set(&set);
+	if (sigprocmask(SIG_BLOCK, &set, NULL) < 0 || (sfd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK)) < 0) {
+		ward__error(&e, -errno, "init", "cannot set up signal handling: %m");
+		cmd_fail(report_fd, 125, &e);
+	}
+	if (!isolated && prctl(PR_SET_CHILD_SUBREAPER, 1) < 0) {
+		ward__error(&e, -errno, "init", "cannot become a subreaper: %m");
+		cmd_fail(report_fd, 125, &e);
+	}
+	/* Landlock and seccomp both require no_new_privs (or CAP_SYS_ADMIN, which the command must not keep). */
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0) {
+		ward__error(&e, -errno, "init", "cannot set no_new_privs: %m");
+		cmd_fail(report_fd, 125, &e);
+	}
+	if (landlock_fd >= 0) {
+		if (ward__landlock_enforce(landlock_fd, &e) < 0)
+			cmd_fail(report_fd, 125, &e);
+		close(landlock_fd);
+	}
+	if (prog->has_notify && socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0) {
+		ward__error(&e, -errno, "init", "cannot create a socket pair: %m");
+		cmd_fail(report_fd, 125, &e);
+	}
+
+	{
+		struct cmd_args ca = { .o = o, .report_fd = report_fd, .sock = sv[1], .sfd = sfd, .prog = prog };
+
+		cmd = spawn_command(&ca);
+	}
+	if (cmd < 0) {
+		ward__error(&e, -errno, "init", "cannot start the command: %m");
+		cmd_fail(report_fd, 125, &e);
+	}
+
+	/* init keeps none of the command's stdio: EOF must come when the command's side closes. */
+	for (int i = 0; i < 3; i++)
+		if (o->stdio[i] > 2)
+			close(o->stdio[i]);
+	if (o->tty_fd > 2)
+		close(o->tty_fd);
+	for (size_t i = 0; i < o->n_keep_fds; i++)
+		if (o->keep_fds[i] > 2 && o->keep_fds[i] != report_fd)
+			close(o->keep_fds[i]);
+
+	if (sv[1] >= 0) {
+		int listener;
+
+		close(sv[1]);
+		listener = ward__recv_fd(sv[0]);
+		close(sv[0]);
+		/* No fd means the command failed before exec; its error report is on the way. */
+		if (listener >= 0 &&
+		    ward__supervisor_init(&sup, listener, report_fd, o->policy, isolated && !o->policy->network) >= 0)
+			have_sup = true;
+	}
+
+	for (;;) {
+		struct pollfd pfds[2] = {
+			{ .fd = sfd, .events = POLLIN },
+			{ .fd = have_sup ? sup.listener_fd : -1, .events = POLLIN },
+		};
+		struct signalfd_siginfo si;
+
+		if (poll(pfds, 2, -1) < 0) {
+			if (errno == EINTR)
+				continue;
+			break;
+		}
+		if (pfds[1].revents & POLLIN) {
+			if (ward__supervisor_handle(&sup) < 0) {
+				ward__supervisor_release(&sup);
+				have_sup = false;
+			}
+		} else if (pfds[1].revents & (POLLHUP | POLLERR | POLLNVAL)) {
+			/* All filtered processes are gone. */
+			ward__supervisor_release(&sup);
+			have_sup = false;
+		}
+		if (!(pfds[0].revents & POLLIN))
+			continue;
+		while (read(sfd, &si, sizeof(si)) == sizeof(si)) {
+			if (si.ssi_signo != SIGCHLD) {
+				/* To the command's process group, as a terminal would; to the pid if it left it. */
+				if (kill(-cmd, (int)si.ssi_signo) < 0)
+					kill(cmd, (int)si.ssi_signo);
+				continue;
+			}
+		}
+		for (;;) {
+			int st;
+			pid_t w = waitpid(-1, &st, WNOHANG);
+
+			if (w <= 0)
+				break;
+			if (w == cmd) {
+				status = st;
+				have_status = true;
+			}
+		}
+		if (have_status)
+			break;
+	}
+
+	kill_everything(isolated);
+	while (waitpid(-1, NULL, 0) > 0 || errno == EINTR)
+		;
+	if (have_sup)
+		ward__supervisor_release(&sup);
+	{
+		struct ward__msg_status m = { .wait_status = status };
+
+		ward__report(report_fd, WARD_MSG_STATUS, &m, sizeof(m));
+	}
+	code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+	_exit(code);
+}

@@ -1,2 +1,268 @@
 /* SPDX-License-Identifier: MIT */
-/* Being written. */
+/*
+ * The sandbox's mount view, built inside a fresh user + mount namespace:
+ *
+ *   1. every mount is made private, so nothing we do propagates to the host and
+ *      nothing the host mounts later shows up writable inside;
+ *   2. each writable root is cloned (open_tree, recursive, still read-write)
+ *      before anything is changed, together with the few device nodes /dev needs;
+ *   3. the whole tree is made read-only, nosuid and nodev in one recursive
+ *      mount_setattr() (Linux 5.12), so no submount is forgotten;
+ *   4. the writable clones are attached over their own paths, parents first;
+ *   5. protected paths are bound over themselves: read-only, or "pinned"
+ *      read-write (a mount point cannot be renamed or removed: EBUSY);
+ *   6. a private tmpfs becomes /dev with bind mounts of the host's null, zero,
+ *      full, random, urandom and tty, a new devpts instance and a tmpfs /dev/shm;
+ *   7. deny-read paths are covered by an inaccessible (mode 000, read-only)
+ *      directory or file taken from that tmpfs, then unlinked from /dev;
+ *   8. a fresh /proc for the new pid namespace.
+ *
+ * Nothing here creates a file or directory on the host: every mount target
+ * already exists, and every object we create lives on our own tmpfs.
+ */
+#include <fcntl.h>
+#include <limits.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "basic/cleanup.h"
+#include "basic/error.h"
+#include "basic/util.h"
+#include "sandbox/sandbox.h"
+
+#ifndef MOUNT_ATTR_RDONLY
+#define MOUNT_ATTR_RDONLY 0x00000001
+#define MOUNT_ATTR_NOSUID 0x00000002
+#define MOUNT_ATTR_NODEV 0x00000004
+#endif
+
+static const char *const dev_nodes[] = { "null", "zero", "full", "random", "urandom", "tty" };
+
+static int setattr_fd(int fd, uint64_t set, uint64_t clr)
+{
+	struct mount_attr attr = { .attr_set = set, .attr_clr = clr };
+
+	return RET_NERRNO(mount_setattr(fd, "", AT_EMPTY_PATH | AT_RECURSIVE, &attr, sizeof(attr)));
+}
+
+static int clone_tree(const char *path, int *ret_fd)
+{
+	int fd = open_tree(AT_FDCWD, path, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE);
+
+	if (fd < 0)
+		return -errno;
+	*ret_fd = fd;
+	return 0;
+}
+
+static int attach(int fd, const char *path)
+{
+	return RET_NERRNO(move_mount(fd, "", AT_FDCWD, path, MOVE_MOUNT_F_EMPTY_PATH));
+}
+
+/* Binds path over itself, read-only or read-write (a pin). */
+static int bind_self(const char *path, bool readonly, struct ward_error *err)
+{
+	_cleanup_close_ int fd = -1;
+	int r;
+
+	r = clone_tree(path, &fd);
+	if (r < 0)
+		return ward__error(err, r, "mount", "cannot clone '%s': %m", path);
+	r = setattr_fd(fd, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | (readonly ? MOUNT_ATTR_RDONLY : 0), 0);
+	if (r < 0)
+		return ward__error(err, r, "mount", "cannot make '%s' %s: %m", path,
+				   readonly ? "read-only" : "nosuid");
+	r = attach(fd, path);
+	if (r < 0)
+		return ward__error(err, r, "mount", "cannot bind '%s' %s: %m", path,
+				   readonly ? "read-only" : "over itself");
+	return 0;
+}
+
+static int setup_dev(int dev_fds[], const struct ward_policy *p, struct ward_error *err)
+{
+	int r;
+
+	if (mount("tmpfs", "/dev", "tmpfs", MS_NOSUID | MS_NOEXEC, "mode=0755,size=1m,nr_inodes=256") < 0)
+		return ward__error(err, -errno, "mount", "cannot mount a tmpfs on '/dev': %m");
+	for (size_t i = 0; i < ELEMENTSOF(dev_nodes); i++) {
+		_cleanup_free_ char *path = ward__path_join("/dev", dev_nodes[i]);
+		int fd;
+
+		if (!path)
+			return ward__error(err, -ENOMEM, "mount", "out of memory");
+		if (dev_fds[i] < 0)
+			continue;
+		fd = open(path, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0666);
+		if (fd < 0)
+			return ward__error(err, -errno, "mount", "cannot create '%s': %m", path);
+		close(fd);
+		r = attach(dev_fds[i], path);
+		if (r < 0)
+			return ward__error(err, r, "mount", "cannot bind '%s': %m", path);
+	}
+	if (mkdir("/dev/pts", 0755) < 0 || mkdir("/dev/shm", 01777) < 0)
+		return ward__error(err, -errno, "mount", "cannot populate '/dev': %m");
+	/* A private devpts instance: the command's own ptys, none of the host's. */
+	if (mount("devpts", "/dev/pts", "devpts", MS_NOSUID | MS_NOEXEC, "newinstance,ptmxmode=0666,mode=0620") < 0)
+		return ward__error(err, -errno, "mount", "cannot mount devpts on '/dev/pts': %m");
+	if (mount("tmpfs", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV, "mode=01777") < 0)
+		return ward__error(err, -errno, "mount", "cannot mount a tmpfs on '/dev/shm': %m");
+	if (symlink("pts/ptmx", "/dev/ptmx") < 0 || symlink("/proc/self/fd", "/dev/fd") < 0 ||
+	    symlink("/proc/self/fd/0", "/dev/stdin") < 0 || symlink("/proc/self/fd/1", "/dev/stdout") < 0 ||
+	    symlink("/proc/self/fd/2", "/dev/stderr") < 0)
+		return ward__error(err, -errno, "mount", "cannot populate '/dev': %m");
+
+	/*
+	 * Masks for deny-read paths are made here, on our own tmpfs, so that
+	 * nothing is ever created on the host to hide something. After they are
+	 * bound their names are removed from /dev; the mounts keep the inodes.
+	 */
+	if (p->n_deny > 0) {
+		int fd;
+
+		if (mkdir("/dev/.ward-mask-dir", 0000) < 0)
+			return ward__error(err, -errno, "mount", "cannot create a deny-read mask: %m");
+		fd = open("/dev/.ward-mask-file", O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0000);
+		if (fd < 0)
+			return ward__error(err, -errno, "mount", "cannot create a deny-read mask: %m");
+		close(fd);
+	}
+	return 0;
+}
+
+static int mask_deny(const struct ward_policy *p, struct ward_error *err)
+{
+	int r;
+
+	for (size_t i = 0; i < p->n_deny; i++) {
+		const struct ward__deny *d = &p->deny[i];
+		_cleanup_close_ int fd = -1;
+
+		r = clone_tree(d->is_dir ? "/dev/.ward-mask-dir" : "/dev/.ward-mask-file", &fd);
+		if (r < 0)
+			return ward__error(err, r, "mount", "cannot clone the deny-read mask: %m");
+		r = setattr_fd(fd, MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, 0);
+		if (r < 0)
+			return ward__error(err, r, "mount", "cannot make the deny-read mask read-only: %m");
+		r = attach(fd, d->path);
+		if (r < 0)
+			return ward__error(err, r, "mount", "cannot hide '%s': %m", d->path);
+	}
+	if (p->n_deny > 0) {
+		if (rmdir("/dev/.ward-mask-dir") < 0 || unlink("/dev/.ward-mask-file") < 0)
+			return ward__error(err, -errno, "mount", "cannot remove the deny-read mask names: %m");
+	}
+	return 0;
+}
+
+static int mount_proc(struct ward_error *err)
+{
+	if (mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0) {
+		ward__error(err, -errno, "mount", "cannot mount a fresh '/proc' for the pid namespace: %m");
+		/* The kernel refuses a new proc when parts of the host's /proc are over-mounted (containers). */
+		ward__error_hint(err, "the host's /proc has hidden parts (a container?); run ward on the host or with --security-opt systempaths=unconfined");
+		return -EPERM;
+	}
+	return 0;
+}
+
+int ward__mounts_setup(const struct ward_policy *p, struct ward_error *err)
+{
+	int root_fds[WARD_POLICY_MAX_PATHS + 4];
+	int dev_fds[ELEMENTSOF(dev_nodes)];
+	struct mount_attr ro = {
+		.attr_set = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV,
+	};
+	size_t n_roots = p->roots.n;
+	int r = 0;
+
+	for (size_t i = 0; i < ELEMENTSOF(root_fds); i++)
+		root_fds[i] = -1;
+	for (size_t i = 0; i < ELEMENTSOF(dev_fds); i++)
+		dev_fds[i] = -1;
+	if (n_roots > ELEMENTSOF(root_fds))
+		return ward__error(err, -E2BIG, "mount", "too many writable roots");
+
+	/* Private: our mounts never reach the host, the host's never reach us. */
+	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
+		return ward__error(err, -errno, "mount", "cannot make '/' private: %m");
+
+	if (p->mode == WARD_MODE_DANGER_FULL_ACCESS)
+		return mount_proc(err);
+
+	for (size_t i = 0; i < n_roots; i++) {
+		r = clone_tree(p->roots.v[i], &root_fds[i]);
+		if (r < 0) {
+			ward__error(err, r, "mount", "cannot clone writable root '%s': %m", p->roots.v[i]);
+			goto out;
+		}
+		r = setattr_fd(root_fds[i], MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, MOUNT_ATTR_RDONLY);
+		if (r < 0) {
+			ward__error(err, r, "mount", "cannot make writable root '%s' writable: %m", p->roots.v[i]);
+			goto out;
+		}
+	}
+	for (size_t i = 0; i < ELEMENTSOF(dev_nodes); i++) {
+		_cleanup_free_ char *path = ward__path_join("/dev", dev_nodes[i]);
+
+		/* A missing node (no /dev/tty in some containers) is simply left out. */
+		if (path && clone_tree(path, &dev_fds[i]) < 0)
+			dev_fds[i] = -1;
+	}
+
+	if (mount_setattr(AT_FDCWD, "/", AT_RECURSIVE, &ro, sizeof(ro)) < 0) {
+		r = ward__error(err, -errno, "mount", "cannot make '/' read-only: %m");
+		goto out;
+	}
+
+	for (size_t i = 0; i < n_roots; i++) {
+		r = attach(root_fds[i], p->roots.v[i]);
+		if (r < 0) {
+			ward__error(err, r, "mount", "cannot bind writable root '%s': %m", p->roots.v[i]);
+			goto out;
+		}
+	}
+
+	/* Pins first (parents come first in the list), then read-only binds on top. */
+	for (size_t i = 0; i < p->n_protected; i++) {
+		const struct ward__protected *e = &p->protected[i];
+
+		if (e->kind != WARD_PROTECT_PIN)
+			continue;
+		r = bind_self(e->path, false, err);
+		if (r < 0)
+			goto out;
+	}
+	for (size_t i = 0; i < p->n_protected; i++) {
+		const struct ward__protected *e = &p->protected[i];
+
+		if (e->kind != WARD_PROTECT_READONLY)
+			continue;
+		r = bind_self(e->path, true, err);
+		if (r < 0)
+			goto out;
+	}
+
+	r = setup_dev(dev_fds, p, err);
+	if (r < 0)
+		goto out;
+	r = mask_deny(p, err);
+	if (r < 0)
+		goto out;
+	r = mount_proc(err);
+out:
+	for (size_t i = 0; i < ELEMENTSOF(root_fds); i++)
+		if (root_fds[i] >= 0)
+			close(root_fds[i]);
+	for (size_t i = 0; i < ELEMENTSOF(dev_fds); i++)
+		if (dev_fds[i] >= 0)
+			close(dev_fds[i]);
+	return r;
+}

@@ -3,7 +3,9 @@
 
 #include <limits.h>
 #include <signal.h>
+#include <sys/ioctl.h>
 #include <sys/types.h>
+#include <termios.h>
 
 #include "basic/macro.h"
 #include "policy/policy.h"
@@ -164,6 +166,17 @@ struct ward__spawn_opts {
 	char *const *envp; /* NULL: the caller's environ */
 	int stdio[3]; /* fds that become 0, 1, 2 in the command; -1: inherit the same fd */
 	int tty_fd; /* a pty slave to make the controlling terminal, or -1 */
+	/*
+	 * Give the command a new pty from the sandbox's own devpts instance (so
+	 * its name resolves inside): the slave becomes its controlling terminal
+	 * and the fds of 0-2 marked in pty_stdio; ward__sandbox_spawn() returns
+	 * the master in sb->pty_master. termios/winsize are applied to it first.
+	 */
+	bool pty;
+	bool pty_stdio[3];
+	bool have_termios;
+	struct termios termios;
+	struct winsize winsize;
 	int keep_fds[WARD_MAX_KEEP_FDS]; /* kept open at the same number */
 	size_t n_keep_fds;
 	bool observe_fs; /* install the filesystem denial observer */
@@ -182,6 +195,8 @@ struct ward__sandbox {
 	int pidfd;
 	int report_fd; /* read end of the report pipe, O_NONBLOCK */
 	int guard_fd; /* inotify fd watching missing protected paths, or -1 */
+	int life_fd; /* write end of the pipe whose closing tells the child ward is gone */
+	int pty_master; /* with opts.pty: the master side, O_CLOEXEC, or -1 */
 	bool isolated; /* namespaces in force; false in the Landlock+seccomp fallback */
 	bool netns;
 	int landlock_abi; /* in force, 0 if none */
@@ -223,6 +238,17 @@ WARD_INTERNAL void ward__sandbox_kill(struct ward__sandbox *sb);
  */
 WARD_INTERNAL int ward__sandbox_wait(struct ward__sandbox *sb, int *ret_exit_code);
 WARD_INTERNAL void ward__sandbox_release(struct ward__sandbox *sb);
+
+/*
+ * Kills every descendant of root (not root itself) found through /proc, a few
+ * rounds to catch forks in between. Used only without a pid namespace.
+ */
+WARD_INTERNAL void ward__kill_tree(pid_t root);
+
+/* Passes one fd over a unix socket (SCM_RIGHTS). Async-signal-safe. */
+WARD_INTERNAL int ward__send_fd(int sock, int fd);
+/* Receives one fd (made O_CLOEXEC); -EPIPE when the peer closed without sending. */
+WARD_INTERNAL int ward__recv_fd(int sock);
 
 /* mounts.c: builds the mount view in the child (new mount namespace). */
 WARD_INTERNAL int ward__mounts_setup(const struct ward_policy *p, struct ward_error *err);

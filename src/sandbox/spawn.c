@@ -1,2 +1,765 @@
 /* SPDX-License-Identifier: MIT */
-/* Being written. */
+/*
+ * Starting a sandbox: one clone() into new user, mount, pid, ipc, uts (and,
+ * with the network off, network) namespaces. The child maps its own uid and
+ * gid, builds the mount view, brings loopback up, builds the Landlock ruleset
+ * and becomes the sandbox's init (init.c), which forks the command. The only
+ * exec is the command's own.
+ *
+ * Where user namespaces are refused (Ubuntu 24.04's AppArmor restriction,
+ * Docker's default seccomp profile, user.max_user_namespaces=0) the child skips
+ * the namespaces and relies on Landlock and seccomp; the caller is told which
+ * guarantees are missing (features.c), and --require-isolation refuses instead.
+ *
+ * The parent also guards protected paths that do not exist yet (a missing
+ * .codex, or .git/hooks): nothing may be mounted there without creating a
+ * mount point on the host, so the parent watches the nearest existing
+ * directory with inotify; if the command creates the name, the whole sandbox
+ * is killed at once and the new entry removed before ward returns. See
+ * docs/ward.1 ("Protected paths that do not exist yet") for the limits.
+ */
+#include <dirent.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <net/if.h>
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/inotify.h>
+#include <sys/ioctl.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "basic/cleanup.h"
+#include "basic/error.h"
+#include "basic/util.h"
+#include "sandbox/sandbox.h"
+
+#ifndef CLONE_PIDFD
+#define CLONE_PIDFD 0x00001000
+#endif
+#ifndef P_PIDFD
+#define P_PIDFD 3
+#endif
+
+struct guard_entry {
+	int wd;
+	const char *dir; /* borrowed from the policy */
+	const char *name;
+};
+
+struct spawn_priv {
+	struct guard_entry *guards;
+	size_t n_guards;
+	char rbuf[2 * PIPE_BUF];
+	size_t rlen;
+	bool killed;
+	bool reaped;
+	int init_status;
+};
+
+static int pidfd_send(int pidfd, int sig)
+{
+	return RET_NERRNO(syscall(SYS_pidfd_send_signal, pidfd, sig, NULL, 0));
+}
+
+/* ------------------------------------------------------------------ child side */
+
+_noreturn_ static void child_fail(int report_fd, const struct ward_error *e)
+{
+	struct ward__msg_error m = { .error = *e, .exit_code = 125 };
+
+	ward__report(report_fd, WARD_MSG_ERROR, &m, sizeof(m));
+	_exit(125);
+}
+
+static int write_id_maps(uid_t uid, gid_t gid, struct ward_error *err)
+{
+	char line[64];
+	int r;
+
+	/* setgroups must be denied before an unprivileged process may write gid_map (user_namespaces(7)). */
+	r = ward__write_file("/proc/self/setgroups", "deny");
+	if (r < 0 && r != -ENOENT)
+		return ward__error(err, r, "userns", "cannot write '/proc/self/setgroups': %m");
+	snprintf(line, sizeof(line), "%u %u 1\n", (unsigned)uid, (unsigned)uid);
+	r = ward__write_file("/proc/self/uid_map", line);
+	if (r < 0)
+		return ward__error(err, r, "userns", "cannot write '/proc/self/uid_map': %m");
+	snprintf(line, sizeof(line), "%u %u 1\n", (unsigned)gid, (unsigned)gid);
+	r = ward__write_file("/proc/self/gid_map", line);
+	if (r < 0)
+		return ward__error(err, r, "userns", "cannot write '/proc/self/gid_map': %m");
+	return 0;
+}
+
+static int loopback_up(struct ward_error *err)
+{
+	_cleanup_close_ int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	struct ifreq ifr = { 0 };
+
+	if (fd < 0)
+		return ward__error(err, -errno, "network", "cannot create a socket to bring 'lo' up: %m");
+	memcpy(ifr.ifr_name, "lo", 3);
+	if (ioctl(fd, SIOCGIFFLAGS, &ifr) < 0)
+		return ward__error(err, -errno, "network", "cannot read the flags of 'lo': %m");
+	ifr.ifr_flags |= IFF_UP | IFF_RUNNING;
+	if (ioctl(fd, SIOCSIFFLAGS, &ifr) < 0)
+		return ward__error(err, -errno, "network", "cannot bring 'lo' up: %m");
+	return 0;
+}
+
+/*
+ * Opens a pty from the sandbox's own devpts (after the mounts), so that the
+ * command's terminal has a name that resolves inside (tty(1), ps). The master
+ * goes to ward, which relays it to the real terminal.
+ */
+static int open_pty(struct ward__spawn_opts *o, int sock, struct ward_error *err)
+{
+	int master, slave, unlock = 0, r;
+
+	master = open("/dev/ptmx", O_RDWR | O_NOCTTY | O_CLOEXEC);
+	if (master < 0)
+		return ward__error(err, -errno, "tty", "cannot open '/dev/ptmx': %m");
+	if (ioctl(master, TIOCSPTLCK, &unlock) < 0) {
+		r = ward__error(err, -errno, "tty", "cannot unlock the pty: %m");
+		close(master);
+		return r;
+	}
+	/* TIOCGPTPEER opens the slave through the master, with no path lookup to race. */
+	slave = ioctl(master, TIOCGPTPEER, O_RDWR | O_NOCTTY | O_CLOEXEC);
+	if (slave < 0) {
+		r = ward__error(err, -errno, "tty", "cannot open the pty's terminal: %m");
+		close(master);
+		return r;
+	}
+	if (o->have_termios)
+		tcsetattr(slave, TCSANOW, &o->termios);
+	ioctl(slave, TIOCSWINSZ, &o->winsize);
+	r = ward__send_fd(sock, master);
+	close(master);
+	if (r < 0) {
+		close(slave);
+		return ward__error(err, r, "tty", "cannot hand the pty to ward: %m");
+	}
+	o->tty_fd = slave;
+	for (int i = 0; i < 3; i++)
+		if (o->pty_stdio[i])
+			o->stdio[i] = slave;
+	return 0;
+}
+
+_noreturn_ static void child_main(const struct ward__spawn_opts *opts, int report_fd, int life_fd,
+				  int pty_sock, const struct ward__seccomp_prog *prog, bool isolated, uid_t uid,
+				  gid_t gid, int landlock_abi)
+{
+	struct ward__spawn_opts local = *opts, *o = &local;
+	const struct ward_policy *p = o->policy;
+	struct ward_error e = { 0 };
+	struct pollfd pfd = { .fd = life_fd, .events = POLLIN };
+	int landlock_fd = -1;
+	int r;
+
+	/* If ward dies, so does everything inside: init's death kills the pid namespace. */
+	if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0) {
+		ward__error(&e, -errno, "spawn", "cannot set the parent-death signal: %m");
+		child_fail(report_fd, &e);
+	}
+	/* The parent may have died before PDEATHSIG was armed: its end of life_fd is then closed. */
+	if (poll(&pfd, 1, 0) > 0 && (pfd.revents & (POLLHUP | POLLIN)))
+		_exit(125);
+	close(life_fd);
+
+	if (isolated) {
+		r = write_id_maps(uid, gid, &e);
+		if (r < 0)
+			child_fail(report_fd, &e);
+		r = ward__mounts_setup(p, &e);
+		if (r < 0)
+			child_fail(report_fd, &e);
+		if (!p->network && p->mode != WARD_MODE_DANGER_FULL_ACCESS) {
+			r = loopback_up(&e);
+			if (r < 0)
+				child_fail(report_fd, &e);
+		}
+	}
+	if (pty_sock >= 0) {
+		r = open_pty(o, pty_sock, &e);
+		if (r < 0)
+			child_fail(report_fd, &e);
+		close(pty_sock);
+	}
+	if (chdir(p->resolved_cwd) < 0) {
+		ward__error(&e, -errno, "spawn", "cannot enter the working directory '%s': %m", p->resolved_cwd);
+		child_fail(report_fd, &e);
+	}
+	if (landlock_abi > 0 && p->mode != WARD_MODE_DANGER_FULL_ACCESS) {
+		r = ward__landlock_build(p, landlock_abi, !isolated && !p->network, &landlock_fd, &e);
+		if (r < 0)
+			child_fail(report_fd, &e);
+	}
+	ward__init_main(o, report_fd, prog, landlock_fd, isolated);
+}
+
+/* ------------------------------------------------------------------ parent side */
+
+static int guard_setup(struct ward__sandbox *sb, const struct ward_policy *p, struct spawn_priv *priv,
+		       struct ward_error *err)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < p->n_protected; i++)
+		if (p->protected[i].kind == WARD_PROTECT_MISSING)
+			n++;
+	if (n == 0)
+		return 0;
+	priv->guards = calloc(n, sizeof(*priv->guards));
+	if (!priv->guards)
+		return ward__error(err, -ENOMEM, "guard", "out of memory");
+	sb->guard_fd = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
+	if (sb->guard_fd < 0)
+		return ward__error(err, -errno, "guard", "cannot create an inotify instance: %m");
+	for (size_t i = 0; i < p->n_protected; i++) {
+		const struct ward__protected *e = &p->protected[i];
+		int wd;
+
+		if (e->kind != WARD_PROTECT_MISSING)
+			continue;
+		wd = inotify_add_watch(sb->guard_fd, e->guard_dir,
+				       IN_CREATE | IN_MOVED_TO | IN_ONLYDIR | IN_DONT_FOLLOW);
+		if (wd < 0) {
+			ward__error(err, -errno, "guard", "cannot watch '%s' for '%s' being created: %m",
+				    e->guard_dir, e->guard_name);
+			ward__error_hint(err, "raise fs.inotify.max_user_watches or max_user_instances");
+			return -errno;
+		}
+		priv->guards[priv->n_guards++] = (struct guard_entry){ wd, e->guard_dir, e->guard_name };
+	}
+	return 0;
+}
+
+int ward__sandbox_spawn(const struct ward__spawn_opts *o, struct ward__sandbox *sb, struct ward_error *err)
+{
+	const struct ward_policy *p = o->policy;
+	const struct ward__features *f = ward__features_get();
+	struct ward__seccomp_opts so = { 0 };
+	struct ward__seccomp_prog prog = { 0 };
+	_cleanup_free_ struct spawn_priv *priv = NULL;
+	int report[2] = { -1, -1 }, life[2] = { -1, -1 }, ptys[2] = { -1, -1 };
+	bool isolated, danger;
+	unsigned long flags;
+	int pidfd = -1;
+	uid_t uid = geteuid();
+	gid_t gid = getegid();
+	long pid;
+	int r;
+
+	*sb = (struct ward__sandbox){ .pid = -1, .pidfd = -1, .report_fd = -1, .guard_fd = -1, .life_fd = -1, .pty_master = -1 };
+	if (!p || !p->resolved)
+		return ward__error(err, -EINVAL, "policy", "the policy was not resolved");
+	if (!o->argv || !o->argv[0])
+		return ward__error(err, -EINVAL, "spawn", "no command given");
+
+	danger = p->mode == WARD_MODE_DANGER_FULL_ACCESS;
+	isolated = f->userns && !danger;
+	if (!danger && !f->userns) {
+		if (p->require_isolation) {
+			ward__error(err, -EPERM, "userns", "user namespaces are unavailable (%s) and --require-isolation was given",
+				    f->userns_why[0] ? f->userns_why : strerror(f->userns_errno ? f->userns_errno : EPERM));
+			ward__error_hint(err, "run 'ward doctor' for what this host refuses and how to allow it");
+			return -EPERM;
+		}
+		/* Without namespaces and without Landlock, nothing would confine writes: refuse, never pretend. */
+		if (f->landlock_abi < 1 || !f->seccomp) {
+			ward__error(err, -EPERM, "userns",
+				    "cannot sandbox: user namespaces are unavailable (%s) and so is %s",
+				    f->userns_why[0] ? f->userns_why : "refused", f->landlock_abi < 1 ? "Landlock" : "seccomp");
+			ward__error_hint(err, "run 'ward doctor' for what this host refuses and how to allow it");
+			return -EPERM;
+		}
+		ward__features_missing_guarantees(f, p, sb->fallback_missing, sizeof(sb->fallback_missing));
+	}
+
+	priv = calloc(1, sizeof(*priv));
+	if (!priv)
+		return ward__error(err, -ENOMEM, "spawn", "out of memory");
+
+	if (!danger) {
+		so.network_off = !p->network;
+		so.netns = isolated && !p->network;
+		so.supervise_connect = !p->network && f->seccomp_user_notif;
+		so.observe_fs = o->observe_fs && f->seccomp_user_notif;
+		so.observe_reads = so.observe_fs && p->n_deny > 0;
+		r = ward__seccomp_build(&so, &prog, err);
+		if (r < 0)
+			return r;
+	}
+
+	r = guard_setup(sb, p, priv, err);
+	if (r < 0)
+		goto fail;
+
+	if (pipe2(report, O_CLOEXEC) < 0 || pipe2(life, O_CLOEXEC) < 0) {
+		r = ward__error(err, -errno, "spawn", "cannot create a pipe: %m");
+		goto fail;
+	}
+	if (o->pty && socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, ptys) < 0) {
+		r = ward__error(err, -errno, "spawn", "cannot create a socket pair: %m");
+		goto fail;
+	}
+
+	flags = CLONE_PIDFD | SIGCHLD;
+	if (isolated) {
+		flags |= CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS;
+		if (!p->network)
+			flags |= CLONE_NEWNET;
+	}
+	/*
+	 * A raw clone() with a NULL stack behaves like fork(), but takes the
+	 * namespace flags and hands back a pidfd atomically (no pid-reuse race).
+	 * The child only makes syscalls until it execs or exits.
+	 */
+	pid = syscall(SYS_clone, flags, NULL, &pidfd, NULL, 0);
+	if (pid < 0) {
+		r = ward__error(err, -errno, "spawn", "cannot create the sandbox's namespaces: %m");
+		if (isolated)
+			ward__error_hint(err, "run 'ward doctor' to see whether this host allows user namespaces");
+		goto fail;
+	}
+	if (pid == 0) {
+		close(report[0]);
+		close(life[1]);
+		if (sb->guard_fd >= 0)
+			close(sb->guard_fd);
+		if (ptys[0] >= 0)
+			close(ptys[0]);
+		child_main(o, report[1], life[0], ptys[1], &prog, isolated, uid, gid,
+			   danger ? 0 : f->landlock_abi);
+	}
+
+	close(report[1]);
+	close(life[0]);
+	if (ptys[0] >= 0) {
+		close(ptys[1]);
+		/* No master means the child failed first; its error report explains why. */
+		r = ward__recv_fd(ptys[0]);
+		sb->pty_master = r >= 0 ? r : -1;
+		close(ptys[0]);
+	}
+	ward__seccomp_prog_release(&prog);
+	priv->init_status = -1;
+	sb->pid = (pid_t)pid;
+	sb->pidfd = pidfd;
+	sb->report_fd = report[0];
+	ward__fd_nonblock(sb->report_fd, true);
+	sb->isolated = isolated;
+	sb->netns = isolated && !p->network;
+	sb->landlock_abi = danger ? 0 : f->landlock_abi;
+	sb->seccomp = !danger;
+	sb->denials_exact = so.observe_fs;
+	sb->priv = TAKE_PTR(priv);
+	/*
+	 * life[1] lives as long as the sandbox handle: the child checks it once,
+	 * after arming PDEATHSIG, to catch a ward that died before that.
+	 */
+	sb->life_fd = life[1];
+	return 0;
+
+fail:
+	ward__seccomp_prog_release(&prog);
+	for (int i = 0; i < 2; i++) {
+		if (report[i] >= 0)
+			close(report[i]);
+		if (life[i] >= 0)
+			close(life[i]);
+		if (ptys[i] >= 0)
+			close(ptys[i]);
+	}
+	if (sb->guard_fd >= 0)
+		close(sb->guard_fd);
+	sb->guard_fd = -1;
+	if (priv)
+		free(priv->guards);
+	return r;
+}
+
+static void add_denial(struct ward__sandbox *sb, const char *access, const char *sc, int error,
+		       const char *target)
+{
+	struct ward__denial *d;
+
+	if (sb->n_denials >= WARD_MAX_DENIALS) {
+		sb->denials_dropped++;
+		return;
+	}
+	if (!sb->denials) {
+		sb->denials = calloc(WARD_MAX_DENIALS, sizeof(*sb->denials));
+		if (!sb->denials) {
+			sb->denials_dropped++;
+			return;
+		}
+	}
+	d = &sb->denials[sb->n_denials];
+	snprintf(d->access, sizeof(d->access), "%s", access);
+	snprintf(d->syscall, sizeof(d->syscall), "%s", sc);
+	d->error = error;
+	d->target = strdup(target);
+	if (!d->target) {
+		sb->denials_dropped++;
+		return;
+	}
+	sb->n_denials++;
+}
+
+static void handle_message(struct ward__sandbox *sb, const struct ward__msg_hdr *h, const char *payload)
+{
+	switch (h->type) {
+	case WARD_MSG_ERROR:
+		if (h->len == sizeof(struct ward__msg_error) && !sb->have_error) {
+			memcpy(&sb->error, payload, sizeof(sb->error));
+			sb->error.error.message[sizeof(sb->error.error.message) - 1] = '\0';
+			sb->error.error.stage[sizeof(sb->error.error.stage) - 1] = '\0';
+			sb->error.error.hint[sizeof(sb->error.error.hint) - 1] = '\0';
+			sb->have_error = true;
+		}
+		break;
+	case WARD_MSG_STATUS:
+		if (h->len == sizeof(struct ward__msg_status)) {
+			struct ward__msg_status s;
+
+			memcpy(&s, payload, sizeof(s));
+			sb->wait_status = s.wait_status;
+			sb->have_status = true;
+		}
+		break;
+	case WARD_MSG_READY:
+		sb->ready = true;
+		break;
+	case WARD_MSG_DENIAL:
+		if (h->len == sizeof(struct ward__msg_denial)) {
+			struct ward__msg_denial d;
+
+			memcpy(&d, payload, sizeof(d));
+			d.access[sizeof(d.access) - 1] = '\0';
+			d.syscall[sizeof(d.syscall) - 1] = '\0';
+			d.target[sizeof(d.target) - 1] = '\0';
+			add_denial(sb, d.access, d.syscall, d.error, d.target);
+		}
+		break;
+	default:
+		break;
+	}
+}
+
+int ward__sandbox_read_reports(struct ward__sandbox *sb, bool *ret_eof)
+{
+	struct spawn_priv *priv = sb->priv;
+
+	if (ret_eof)
+		*ret_eof = false;
+	if (sb->report_fd < 0) {
+		if (ret_eof)
+			*ret_eof = true;
+		return 0;
+	}
+	for (;;) {
+		ssize_t n = read(sb->report_fd, priv->rbuf + priv->rlen, sizeof(priv->rbuf) - priv->rlen);
+		size_t off = 0;
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			if (errno == EAGAIN)
+				return 0;
+			return -errno;
+		}
+		if (n == 0) {
+			close(sb->report_fd);
+			sb->report_fd = -1;
+			if (ret_eof)
+				*ret_eof = true;
+			return 0;
+		}
+		priv->rlen += (size_t)n;
+		while (priv->rlen - off >= sizeof(struct ward__msg_hdr)) {
+			struct ward__msg_hdr h;
+
+			memcpy(&h, priv->rbuf + off, sizeof(h));
+			if (h.len > PIPE_BUF) {
+				/* Writers never send this; a corrupt stream is dropped rather than trusted. */
+				priv->rlen = 0;
+				off = 0;
+				break;
+			}
+			if (priv->rlen - off < sizeof(h) + h.len)
+				break;
+			handle_message(sb, &h, priv->rbuf + off + sizeof(h));
+			off += sizeof(h) + h.len;
+		}
+		memmove(priv->rbuf, priv->rbuf + off, priv->rlen - off);
+		priv->rlen -= off;
+	}
+}
+
+/* Removes name under dirfd without following symlinks; directories recursively (bounded depth). */
+static int remove_tree_at(int parent_fd, const char *name, unsigned depth)
+{
+	_cleanup_close_ int fd = -1;
+	DIR *d;
+	struct dirent *de;
+
+	if (unlinkat(parent_fd, name, 0) == 0 || errno == ENOENT)
+		return 0;
+	if (errno != EISDIR && errno != EPERM)
+		return -errno;
+	if (depth > 64)
+		return -ELOOP;
+	fd = openat(parent_fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	d = fdopendir(TAKE_FD(fd));
+	if (!d)
+		return -errno;
+	while ((de = readdir(d))) {
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		remove_tree_at(dirfd(d), de->d_name, depth + 1);
+	}
+	closedir(d);
+	return RET_NERRNO(unlinkat(parent_fd, name, AT_REMOVEDIR));
+}
+
+static void wait_init_dead(struct ward__sandbox *sb, int timeout_ms)
+{
+	struct pollfd pfd = { .fd = sb->pidfd, .events = POLLIN };
+
+	if (sb->pidfd >= 0)
+		poll(&pfd, 1, timeout_ms);
+}
+
+int ward__sandbox_handle_guard(struct ward__sandbox *sb)
+{
+	struct spawn_priv *priv = sb->priv;
+	char buf[8192] __attribute__((aligned(__alignof__(struct inotify_event))));
+
+	if (sb->guard_fd < 0)
+		return 0;
+	for (;;) {
+		ssize_t n = read(sb->guard_fd, buf, sizeof(buf));
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return errno == EAGAIN ? 0 : -errno;
+		}
+		for (char *p = buf; p < buf + n;) {
+			const struct inotify_event *ev = (const struct inotify_event *)p;
+
+			p += sizeof(*ev) + ev->len;
+			if (ev->len == 0)
+				continue;
+			for (size_t i = 0; i < priv->n_guards; i++) {
+				const struct guard_entry *g = &priv->guards[i];
+				_cleanup_free_ char *path = NULL;
+				_cleanup_close_ int dfd = -1;
+
+				if (g->wd != ev->wd || strcmp(g->name, ev->name) != 0)
+					continue;
+				/*
+				 * The command created a protected name: stop everything inside
+				 * first (so nothing more is written), then remove what it made.
+				 */
+				ward__sandbox_kill(sb);
+				wait_init_dead(sb, 5000);
+				path = ward__path_join(g->dir, g->name);
+				dfd = open(g->dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+				if (dfd >= 0)
+					remove_tree_at(dfd, g->name, 0);
+				add_denial(sb, "create", "-", EACCES, path ? path : g->name);
+				sb->guard_tripped = true;
+			}
+		}
+	}
+}
+/* Appends the children of every thread of pid to list (bounded); returns how many were added. */
+static size_t list_children(pid_t pid, pid_t *list, size_t n, size_t max)
+{
+	char path[64];
+	size_t added = 0;
+	DIR *d;
+	struct dirent *de;
+
+	snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
+	d = opendir(path);
+	if (!d)
+		return 0;
+	while ((de = readdir(d))) {
+		char cpath[128], buf[4096];
+		_cleanup_close_ int fd = -1;
+		ssize_t len;
+
+		if (de->d_name[0] == '.')
+			continue;
+		snprintf(cpath, sizeof(cpath), "/proc/%d/task/%.16s/children", (int)pid, de->d_name);
+		fd = open(cpath, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			continue;
+		len = read(fd, buf, sizeof(buf) - 1);
+		if (len <= 0)
+			continue;
+		buf[len] = '\0';
+		for (char *p = buf; *p;) {
+			long v = strtol(p, &p, 10);
+			bool known = false;
+
+			if (v <= 0)
+				break;
+			for (size_t i = 0; i < n + added; i++)
+				if (list[i] == (pid_t)v)
+					known = true;
+			if (!known && n + added < max)
+				list[n + added++] = (pid_t)v;
+			while (*p == ' ')
+				p++;
+		}
+	}
+	closedir(d);
+	return added;
+}
+
+void ward__kill_tree(pid_t root)
+{
+	pid_t pids[4096];
+	size_t n = 0;
+
+	/*
+	 * Without a pid namespace there is no single kill that reaches
+	 * everything. Stop the whole tree first, breadth-first through
+	 * /proc/PID/task/TID/children, until a pass finds nothing new: a stopped
+	 * process cannot fork, so the set becomes complete. Then kill it all.
+	 */
+	for (int pass = 0; pass < 64; pass++) {
+		size_t before = n, scan = 0;
+
+		n += list_children(root, pids, n, ELEMENTSOF(pids));
+		for (scan = 0; scan < n; scan++)
+			n += list_children(pids[scan], pids, n, ELEMENTSOF(pids));
+		for (size_t i = before; i < n; i++)
+			kill(pids[i], SIGSTOP);
+		if (n == before)
+			break;
+	}
+	for (size_t i = 0; i < n; i++)
+		kill(pids[i], SIGKILL);
+}
+
+int ward__sandbox_signal(struct ward__sandbox *sb, int sig)
+{
+	if (sb->pidfd < 0)
+		return -ESRCH;
+	return pidfd_send(sb->pidfd, sig);
+}
+
+void ward__sandbox_kill(struct ward__sandbox *sb)
+{
+	struct spawn_priv *priv = sb->priv;
+
+	if (!priv || priv->killed || sb->pidfd < 0)
+		return;
+	priv->killed = true;
+	if (!sb->isolated)
+		ward__kill_tree(sb->pid);
+	/* Killing PID 1 of the pid namespace kills every process in it (pid_namespaces(7)). */
+	pidfd_send(sb->pidfd, SIGKILL);
+}
+
+int ward__sandbox_wait(struct ward__sandbox *sb, int *ret_exit_code)
+{
+	struct spawn_priv *priv = sb->priv;
+	siginfo_t si = { 0 };
+	bool eof = false;
+	int code;
+
+	for (;;) {
+		struct pollfd pfds[3] = {
+			{ .fd = sb->pidfd, .events = POLLIN },
+			{ .fd = sb->report_fd, .events = POLLIN },
+			{ .fd = sb->guard_fd, .events = POLLIN },
+		};
+
+		if (poll(pfds, 3, -1) < 0 && errno != EINTR)
+			return -errno;
+		if (pfds[1].revents)
+			ward__sandbox_read_reports(sb, &eof);
+		if (pfds[2].revents)
+			ward__sandbox_handle_guard(sb);
+		if (pfds[0].revents & POLLIN)
+			break;
+	}
+	ward__sandbox_handle_guard(sb);
+	if (!priv->reaped) {
+		if (waitid((idtype_t)P_PIDFD, (id_t)sb->pidfd, &si, WEXITED) < 0)
+			return -errno;
+		priv->reaped = true;
+		priv->init_status = si.si_code == CLD_EXITED ? si.si_status : 128 + si.si_status;
+	}
+	/* init has exited: every writer of the report pipe is gone, so this reaches EOF. */
+	while (!eof && sb->report_fd >= 0) {
+		struct pollfd pfd = { .fd = sb->report_fd, .events = POLLIN };
+
+		if (poll(&pfd, 1, 1000) <= 0)
+			break;
+		ward__sandbox_read_reports(sb, &eof);
+	}
+
+	if (sb->have_error)
+		code = sb->error.exit_code;
+	else if (sb->have_status && WIFEXITED(sb->wait_status))
+		code = WEXITSTATUS(sb->wait_status);
+	else if (sb->have_status && WIFSIGNALED(sb->wait_status))
+		code = 128 + WTERMSIG(sb->wait_status);
+	else
+		code = priv->init_status;
+	if (sb->guard_tripped && code == 0)
+		code = 1;
+	if (ret_exit_code)
+		*ret_exit_code = code;
+	return 0;
+}
+
+void ward__sandbox_release(struct ward__sandbox *sb)
+{
+	struct spawn_priv *priv = sb->priv;
+
+	if (priv && !priv->reaped && sb->pidfd >= 0) {
+		siginfo_t si;
+
+		ward__sandbox_kill(sb);
+		waitid((idtype_t)P_PIDFD, (id_t)sb->pidfd, &si, WEXITED);
+	}
+	if (sb->pidfd >= 0)
+		close(sb->pidfd);
+	if (sb->report_fd >= 0)
+		close(sb->report_fd);
+	if (sb->guard_fd >= 0)
+		close(sb->guard_fd);
+	if (sb->life_fd >= 0)
+		close(sb->life_fd);
+	if (sb->pty_master >= 0)
+		close(sb->pty_master);
+	for (size_t i = 0; i < sb->n_denials; i++)
+		free(sb->denials[i].target);
+	free(sb->denials);
+	if (priv)
+		free(priv->guards);
+	free(priv);
+	*sb = (struct ward__sandbox){
+		.pid = -1, .pidfd = -1, .report_fd = -1, .guard_fd = -1, .life_fd = -1, .pty_master = -1
+	};
+}
