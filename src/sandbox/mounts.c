@@ -162,13 +162,32 @@ static int mask_deny(const struct ward_policy *p, struct ward_error *err)
 	return 0;
 }
 
+/*
+ * Parts of /proc that act on the whole host rather than on the sandbox. Most
+ * sysctls check only that the writer's euid is the host's root, not a
+ * capability, so when ward runs as root (uid 0 mapped to itself) a writable
+ * /proc/sys would let the command set kernel.core_pattern and run code as root
+ * outside. They are bound read-only over themselves, as bubblewrap does.
+ */
+static const char *const proc_readonly[] = { "/proc/sys", "/proc/sysrq-trigger", "/proc/irq", "/proc/bus",
+					     "/proc/fs" };
+
 static int mount_proc(struct ward_error *err)
 {
+	int r;
+
 	if (mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0) {
 		ward__error(err, -errno, "mount", "cannot mount a fresh '/proc' for the pid namespace: %m");
 		/* The kernel refuses a new proc when parts of the host's /proc are over-mounted (containers). */
 		ward__error_hint(err, "the host's /proc has hidden parts (a container?); run ward on the host or with --security-opt systempaths=unconfined");
 		return -EPERM;
+	}
+	for (size_t i = 0; i < ELEMENTSOF(proc_readonly); i++) {
+		if (access(proc_readonly[i], F_OK) < 0)
+			continue;
+		r = bind_self(proc_readonly[i], true, err);
+		if (r < 0)
+			return r;
 	}
 	return 0;
 }
@@ -191,8 +210,9 @@ int ward__mounts_setup(const struct ward_policy *p, struct ward_error *err)
 		return ward__error(err, -E2BIG, "mount", "too many writable roots");
 
 	/* Private: our mounts never reach the host, the host's never reach us. */
+	/* The first mount: failing here means the namespace has no capabilities (AppArmor's restriction). */
 	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
-		return ward__error(err, -errno, "mount", "cannot make '/' private: %m");
+		return ward__error(err, -errno, "userns", "cannot make '/' private in the new mount namespace: %m");
 
 	if (p->mode == WARD_MODE_DANGER_FULL_ACCESS)
 		return mount_proc(err);

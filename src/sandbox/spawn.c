@@ -29,6 +29,7 @@
 #include <string.h>
 #include <sys/inotify.h>
 #include <sys/ioctl.h>
+#include <linux/seccomp.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -195,6 +196,11 @@ _noreturn_ static void child_main(const struct ward__spawn_opts *opts, int repor
 			child_fail(report_fd, &e);
 		close(pty_sock);
 	}
+	if (isolated) {
+		struct ward__msg_ready m = { .pid = 0 };
+
+		ward__report(report_fd, WARD_MSG_READY, &m, sizeof(m));
+	}
 	if (chdir(p->resolved_cwd) < 0) {
 		ward__error(&e, -errno, "spawn", "cannot enter the working directory '%s': %m", p->resolved_cwd);
 		child_fail(report_fd, &e);
@@ -244,47 +250,69 @@ static int guard_setup(struct ward__sandbox *sb, const struct ward_policy *p, st
 	return 0;
 }
 
-int ward__sandbox_spawn(const struct ward__spawn_opts *o, struct ward__sandbox *sb, struct ward_error *err)
+/*
+ * What spawning needs to know of the host, without the user-namespace probe
+ * (a clone of its own, most of a millisecond here): the Landlock ABI and
+ * whether seccomp user notification is usable are one syscall each.
+ * Namespaces are simply tried; when the host refuses them, spawn falls back
+ * and only then asks features.c for the whole story.
+ */
+struct fast_features {
+	int landlock_abi;
+	bool user_notif;
+};
+
+static bool userns_refused; /* a previous attempt in this process was refused */
+
+static const struct fast_features *fast_features(void)
+{
+	static struct fast_features ff;
+	static bool done;
+
+	if (!done) {
+		uint32_t action = SECCOMP_RET_USER_NOTIF;
+		long abi = syscall(SYS_landlock_create_ruleset, NULL, 0, 1U /* LANDLOCK_CREATE_RULESET_VERSION */);
+
+		ff.landlock_abi = abi > 0 ? (int)abi : 0;
+		/* User notification (5.0) and pidfd_getfd (5.6) for the supervisor. */
+		ff.user_notif = syscall(SYS_seccomp, 2 /* SECCOMP_GET_ACTION_AVAIL */, 0, &action) == 0 &&
+				syscall(SYS_pidfd_getfd, -1, 0, 0) < 0 && errno == EBADF;
+		done = true;
+	}
+	return &ff;
+}
+
+/* Waits for the child's READY (setup done) or its error. */
+static void wait_setup(struct ward__sandbox *sb)
+{
+	bool eof = false;
+
+	while (!sb->ready && !sb->have_error && !eof) {
+		struct pollfd pfd = { .fd = sb->report_fd, .events = POLLIN };
+
+		if (poll(&pfd, 1, -1) < 0 && errno != EINTR)
+			return;
+		if (ward__sandbox_read_reports(sb, &eof) < 0)
+			return;
+	}
+}
+
+/* Returns 1 when namespaces were refused by the host (caller falls back), 0 or -errno otherwise. */
+static int spawn_attempt(const struct ward__spawn_opts *o, struct ward__sandbox *sb, bool isolated, int landlock_abi,
+			 bool user_notif, struct ward_error *err)
 {
 	const struct ward_policy *p = o->policy;
-	const struct ward__features *f = ward__features_get();
+	bool danger = p->mode == WARD_MODE_DANGER_FULL_ACCESS;
 	struct ward__seccomp_opts so = { 0 };
 	struct ward__seccomp_prog prog = { 0 };
 	_cleanup_free_ struct spawn_priv *priv = NULL;
 	int report[2] = { -1, -1 }, life[2] = { -1, -1 }, ptys[2] = { -1, -1 };
-	bool isolated, danger;
 	unsigned long flags;
 	int pidfd = -1;
 	uid_t uid = geteuid();
 	gid_t gid = getegid();
 	long pid;
 	int r;
-
-	*sb = (struct ward__sandbox){ .pid = -1, .pidfd = -1, .report_fd = -1, .guard_fd = -1, .life_fd = -1, .pty_master = -1 };
-	if (!p || !p->resolved)
-		return ward__error(err, -EINVAL, "policy", "the policy was not resolved");
-	if (!o->argv || !o->argv[0])
-		return ward__error(err, -EINVAL, "spawn", "no command given");
-
-	danger = p->mode == WARD_MODE_DANGER_FULL_ACCESS;
-	isolated = f->userns && !danger;
-	if (!danger && !f->userns) {
-		if (p->require_isolation) {
-			ward__error(err, -EPERM, "userns", "user namespaces are unavailable (%s) and --require-isolation was given",
-				    f->userns_why[0] ? f->userns_why : strerror(f->userns_errno ? f->userns_errno : EPERM));
-			ward__error_hint(err, "run 'ward doctor' for what this host refuses and how to allow it");
-			return -EPERM;
-		}
-		/* Without namespaces and without Landlock, nothing would confine writes: refuse, never pretend. */
-		if (f->landlock_abi < 1 || !f->seccomp) {
-			ward__error(err, -EPERM, "userns",
-				    "cannot sandbox: user namespaces are unavailable (%s) and so is %s",
-				    f->userns_why[0] ? f->userns_why : "refused", f->landlock_abi < 1 ? "Landlock" : "seccomp");
-			ward__error_hint(err, "run 'ward doctor' for what this host refuses and how to allow it");
-			return -EPERM;
-		}
-		ward__features_missing_guarantees(f, p, sb->fallback_missing, sizeof(sb->fallback_missing));
-	}
 
 	priv = calloc(1, sizeof(*priv));
 	if (!priv)
@@ -293,8 +321,8 @@ int ward__sandbox_spawn(const struct ward__spawn_opts *o, struct ward__sandbox *
 	if (!danger) {
 		so.network_off = !p->network;
 		so.netns = isolated && !p->network;
-		so.supervise_connect = !p->network && f->seccomp_user_notif;
-		so.observe_fs = o->observe_fs && f->seccomp_user_notif;
+		so.supervise_connect = !p->network && user_notif;
+		so.observe_fs = o->observe_fs && user_notif;
 		so.observe_reads = so.observe_fs && p->n_deny > 0;
 		r = ward__seccomp_build(&so, &prog, err);
 		if (r < 0)
@@ -327,9 +355,13 @@ int ward__sandbox_spawn(const struct ward__spawn_opts *o, struct ward__sandbox *
 	 */
 	pid = syscall(SYS_clone, flags, NULL, &pidfd, NULL, 0);
 	if (pid < 0) {
-		r = ward__error(err, -errno, "spawn", "cannot create the sandbox's namespaces: %m");
-		if (isolated)
-			ward__error_hint(err, "run 'ward doctor' to see whether this host allows user namespaces");
+		r = -errno;
+		/* EPERM: a seccomp filter or AppArmor; ENOSPC/EUSERS: user.max_user_namespaces; EINVAL: no userns. */
+		if (isolated && (r == -EPERM || r == -EACCES || r == -ENOSPC || r == -EUSERS || r == -EINVAL)) {
+			r = 1;
+			goto fail;
+		}
+		r = ward__error(err, r, "spawn", "cannot create the sandbox: %m");
 		goto fail;
 	}
 	if (pid == 0) {
@@ -339,28 +371,22 @@ int ward__sandbox_spawn(const struct ward__spawn_opts *o, struct ward__sandbox *
 			close(sb->guard_fd);
 		if (ptys[0] >= 0)
 			close(ptys[0]);
-		child_main(o, report[1], life[0], ptys[1], &prog, isolated, uid, gid,
-			   danger ? 0 : f->landlock_abi);
+		child_main(o, report[1], life[0], ptys[1], &prog, isolated, uid, gid, danger ? 0 : landlock_abi);
 	}
 
 	close(report[1]);
+	report[1] = -1;
 	close(life[0]);
-	if (ptys[0] >= 0) {
-		close(ptys[1]);
-		/* No master means the child failed first; its error report explains why. */
-		r = ward__recv_fd(ptys[0]);
-		sb->pty_master = r >= 0 ? r : -1;
-		close(ptys[0]);
-	}
+	life[0] = -1;
 	ward__seccomp_prog_release(&prog);
 	priv->init_status = -1;
 	sb->pid = (pid_t)pid;
 	sb->pidfd = pidfd;
-	sb->report_fd = report[0];
+	sb->report_fd = TAKE_FD(report[0]);
 	ward__fd_nonblock(sb->report_fd, true);
 	sb->isolated = isolated;
 	sb->netns = isolated && !p->network;
-	sb->landlock_abi = danger ? 0 : f->landlock_abi;
+	sb->landlock_abi = danger ? 0 : landlock_abi;
 	sb->seccomp = !danger;
 	sb->denials_exact = so.observe_fs;
 	sb->priv = TAKE_PTR(priv);
@@ -368,7 +394,29 @@ int ward__sandbox_spawn(const struct ward__spawn_opts *o, struct ward__sandbox *
 	 * life[1] lives as long as the sandbox handle: the child checks it once,
 	 * after arming PDEATHSIG, to catch a ward that died before that.
 	 */
-	sb->life_fd = life[1];
+	sb->life_fd = TAKE_FD(life[1]);
+	if (ptys[0] >= 0) {
+		close(ptys[1]);
+		/* No master means the child failed first; its error report explains why. */
+		r = ward__recv_fd(ptys[0]);
+		sb->pty_master = r >= 0 ? r : -1;
+		close(ptys[0]);
+	}
+
+	if (isolated) {
+		/*
+		 * Ubuntu 24.04's AppArmor restriction lets the namespace be created
+		 * but leaves it without capabilities: that shows up as the first
+		 * mount or the id maps failing. Wait for the child's word before
+		 * the caller starts relaying anything.
+		 */
+		wait_setup(sb);
+		if (sb->have_error && strcmp(sb->error.error.stage, "userns") == 0 &&
+		    (sb->error.error.code == -EPERM || sb->error.error.code == -EACCES)) {
+			ward__sandbox_release(sb);
+			return 1;
+		}
+	}
 	return 0;
 
 fail:
@@ -386,6 +434,53 @@ fail:
 	sb->guard_fd = -1;
 	if (priv)
 		free(priv->guards);
+	return r;
+}
+
+int ward__sandbox_spawn(const struct ward__spawn_opts *o, struct ward__sandbox *sb, struct ward_error *err)
+{
+	const struct ward_policy *p = o->policy;
+	const struct fast_features *ff = fast_features();
+	const struct ward__features *f;
+	bool danger;
+	int r;
+
+	*sb = (struct ward__sandbox){
+		.pid = -1, .pidfd = -1, .report_fd = -1, .guard_fd = -1, .life_fd = -1, .pty_master = -1
+	};
+	if (!p || !p->resolved)
+		return ward__error(err, -EINVAL, "policy", "the policy was not resolved");
+	if (!o->argv || !o->argv[0])
+		return ward__error(err, -EINVAL, "spawn", "no command given");
+	danger = p->mode == WARD_MODE_DANGER_FULL_ACCESS;
+	if (danger)
+		return spawn_attempt(o, sb, false, 0, false, err);
+
+	if (!userns_refused) {
+		r = spawn_attempt(o, sb, true, ff->landlock_abi, ff->user_notif, err);
+		if (r <= 0)
+			return r;
+		userns_refused = true;
+	}
+
+	/* The host refused namespaces: now learn why, for the message and the hint. */
+	f = ward__features_get();
+	if (p->require_isolation) {
+		ward__error(err, -EPERM, "userns", "user namespaces are unavailable (%s) and --require-isolation was given",
+			    f->userns_why[0] ? f->userns_why : "refused by this host");
+		ward__error_hint(err, "run 'ward doctor' for what this host refuses and how to allow it");
+		return -EPERM;
+	}
+	/* Without namespaces and without Landlock, nothing would confine writes: refuse, never pretend. */
+	if (ff->landlock_abi < 1) {
+		ward__error(err, -EPERM, "userns", "cannot sandbox: user namespaces are unavailable (%s) and so is Landlock",
+			    f->userns_why[0] ? f->userns_why : "refused by this host");
+		ward__error_hint(err, "run 'ward doctor' for what this host refuses and how to allow it");
+		return -EPERM;
+	}
+	r = spawn_attempt(o, sb, false, ff->landlock_abi, ff->user_notif, err);
+	if (r == 0)
+		ward__features_missing_guarantees(f, p, sb->fallback_missing, sizeof(sb->fallback_missing));
 	return r;
 }
 
