@@ -140,6 +140,10 @@ WARD_PUBLIC int ward_run_options_set_timeout_ms(struct ward_run_options *opts, u
 WARD_PUBLIC int ward_run_options_set_max_output(struct ward_run_options *opts, size_t bytes);
 /* Bytes fed to stdin (copied; at most 64 MiB). Without it stdin is /dev/null. */
 WARD_PUBLIC int ward_run_options_set_stdin(struct ward_run_options *opts, const void *data, size_t len);
+/* The command reads fd directly as its stdin (ward duplicates it for the command and
+ * never closes or reads the caller's fd; -1 goes back to /dev/null). Replaces set_stdin
+ * bytes, and set_stdin replaces it. */
+WARD_PUBLIC int ward_run_options_set_stdin_fd(struct ward_run_options *opts, int fd);
 /* Environment policy. */
 WARD_PUBLIC int ward_run_options_set_env_inherit(struct ward_run_options *opts, enum ward_env_inherit inherit);
 WARD_PUBLIC int ward_run_options_env_set(struct ward_run_options *opts, const char *name, const char *value);
@@ -159,6 +163,10 @@ enum ward_stream {
 typedef int (*ward_output_fn)(void *userdata, enum ward_stream stream, const void *data, size_t len);
 WARD_PUBLIC int ward_run_options_set_output_callback(struct ward_run_options *opts, ward_output_fn fn,
 						     void *userdata);
+
+/* ward_result_to_json() adds "stdout_base64", "stderr_base64" and "output_base64" with the
+ * exact bytes (the text fields replace invalid UTF-8 with U+FFFD). Default: off. */
+WARD_PUBLIC int ward_run_options_set_json_base64(struct ward_run_options *opts, bool enabled);
 
 /* A run's result. */
 struct ward_result;

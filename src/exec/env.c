@@ -1,2 +1,227 @@
 /* SPDX-License-Identifier: MIT */
-/* Being written. */
+/*
+ * The command's environment, built from a policy instead of inherited blindly.
+ *
+ * The model is Codex's shell_environment_policy (inherit all|core|none,
+ * exclude, include_only, set; see ../shared/reference/codex.md §4) so that an
+ * agent configured for Codex means the same thing here. Two deliberate
+ * differences, both documented in docs/json.md:
+ *   - `set` is applied last (after include_only): a variable the caller names
+ *     explicitly is always passed, where Codex would filter it again;
+ *   - the sandbox markers come after everything, so neither the inherited
+ *     environment nor `set` can hide that the command runs in a sandbox.
+ * The default excludes (*KEY*, *SECRET*, *TOKEN*) are off by default, as in
+ * Codex, whose ignore_default_excludes defaults to true: many tools need
+ * their tokens (git credential helpers, package registries), and the sandbox,
+ * not the environment, is what stops exfiltration (the network is off).
+ */
+#include <errno.h>
+#include <fnmatch.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "basic/cleanup.h"
+#include "exec/exec.h"
+
+extern char **environ;
+
+const char *const ward__env_core_names[] = {
+	"PATH", "SHELL",  "TMPDIR",   "TEMP",	 "TMP",	 "HOME",
+	"LANG", "LC_ALL", "LC_CTYPE", "LOGNAME", "USER", NULL,
+};
+
+static const char *const default_excludes[] = {"*KEY*", "*SECRET*", "*TOKEN*"};
+
+/* One variable while the environment is assembled: the name is owned, "NAME=VALUE" built at the end. */
+struct var {
+	char *name;
+	const char *value; /* points into environ or the options; not owned */
+};
+
+struct env {
+	struct var *v;
+	size_t n;
+	size_t alloc;
+};
+
+static void env_release(struct env *e)
+{
+	for (size_t i = 0; i < e->n; i++)
+		free(e->v[i].name);
+	free(e->v);
+	*e = (struct env){0};
+}
+
+static struct var *env_find(struct env *e, const char *name)
+{
+	for (size_t i = 0; i < e->n; i++)
+		if (strcmp(e->v[i].name, name) == 0)
+			return &e->v[i];
+	return NULL;
+}
+
+/* Sets name to value: replaces the existing variable in place, or appends it. */
+static int env_put(struct env *e, const char *name, size_t name_len, const char *value)
+{
+	_cleanup_free_ char *n = strndup(name, name_len);
+	struct var *old;
+
+	if (!n)
+		return -ENOMEM;
+	old = env_find(e, n);
+	if (old) {
+		old->value = value;
+		return 0;
+	}
+	/* The working set never exceeds the final cap by more than the markers: fail early. */
+	if (e->n >= WARD_ENV_MAX_VARS)
+		return -E2BIG;
+	if (e->n == e->alloc) {
+		size_t na = e->alloc ? e->alloc * 2 : 64;
+		struct var *nv = reallocarray(e->v, na, sizeof(*nv));
+
+		if (!nv)
+			return -ENOMEM;
+		e->v = nv;
+		e->alloc = na;
+	}
+	e->v[e->n++] = (struct var){TAKE_PTR(n), value};
+	return 0;
+}
+
+static bool matches_any(const char *name, char *const *patterns, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		/* Case-insensitive, as Codex's EnvironmentVariablePattern. */
+		if (fnmatch(patterns[i], name, FNM_CASEFOLD) == 0)
+			return true;
+	return false;
+}
+
+/* Drops the variables for which matches_any() equals drop_if_match. */
+static void env_filter(struct env *e, char *const *patterns, size_t n, bool drop_if_match)
+{
+	size_t j = 0;
+
+	for (size_t i = 0; i < e->n; i++) {
+		if (matches_any(e->v[i].name, patterns, n) == drop_if_match) {
+			free(e->v[i].name);
+			continue;
+		}
+		e->v[j++] = e->v[i];
+	}
+	e->n = j;
+}
+
+static bool is_core(const char *name)
+{
+	for (size_t i = 0; ward__env_core_names[i]; i++)
+		if (strcmp(name, ward__env_core_names[i]) == 0)
+			return true;
+	return false;
+}
+
+static int inherit(struct env *e, enum ward_env_inherit how)
+{
+	if (how == WARD_ENV_INHERIT_NONE || !environ)
+		return 0;
+	for (char **s = environ; *s; s++) {
+		const char *eq = strchr(*s, '=');
+		_cleanup_free_ char *name = NULL;
+		int r;
+
+		/* Entries without '=' or with an empty name are malformed: exec would pass junk. */
+		if (!eq || eq == *s)
+			continue;
+		name = strndup(*s, (size_t)(eq - *s));
+		if (!name)
+			return -ENOMEM;
+		if (how == WARD_ENV_INHERIT_CORE && !is_core(name))
+			continue;
+		/* The first occurrence wins, as getenv() sees it. */
+		if (env_find(e, name))
+			continue;
+		r = env_put(e, name, strlen(name), eq + 1);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+int ward__exec_env_build(const struct ward_run_options *o, const struct ward_policy *p,
+			 char ***ret_envp)
+{
+	static const struct ward_run_options defaults = {.env_inherit = WARD_ENV_INHERIT_ALL};
+	bool network_off;
+	struct env e = {0};
+	size_t bytes = 0;
+	char **envp;
+	int r;
+
+	if (!o)
+		o = &defaults;
+	/* Without a policy, say the network is off: a false "off" is harmless, a false "on" misleads tools. */
+	network_off = !p || (!p->network && p->mode != WARD_MODE_DANGER_FULL_ACCESS);
+
+	r = inherit(&e, o->env_inherit);
+	if (r < 0)
+		goto out;
+	if (o->env_default_excludes)
+		env_filter(&e, (char *const *)default_excludes, ELEMENTSOF(default_excludes), true);
+	if (o->n_env_exclude > 0)
+		env_filter(&e, o->env_exclude, o->n_env_exclude, true);
+	if (o->n_env_include_only > 0)
+		env_filter(&e, o->env_include_only, o->n_env_include_only, false);
+	for (size_t i = 0; i < o->n_env_set; i++) {
+		const char *eq = strchr(o->env_set[i], '=');
+
+		if (!eq || eq == o->env_set[i]) {
+			r = -EINVAL;
+			goto out;
+		}
+		r = env_put(&e, o->env_set[i], (size_t)(eq - o->env_set[i]), eq + 1);
+		if (r < 0)
+			goto out;
+	}
+	r = env_put(&e, "WARD_SANDBOX", strlen("WARD_SANDBOX"), "1");
+	if (r >= 0 && network_off)
+		r = env_put(&e, "WARD_SANDBOX_NETWORK_DISABLED",
+			    strlen("WARD_SANDBOX_NETWORK_DISABLED"), "1");
+	if (r >= 0 && network_off)
+		r = env_put(&e, "CODEX_SANDBOX_NETWORK_DISABLED",
+			    strlen("CODEX_SANDBOX_NETWORK_DISABLED"), "1");
+	if (r < 0)
+		goto out;
+
+	/* Hard caps on what reaches execve(): beyond them the kernel would refuse anyway (E2BIG). */
+	for (size_t i = 0; i < e.n; i++)
+		bytes += strlen(e.v[i].name) + 1 + strlen(e.v[i].value) + 1;
+	if (e.n > WARD_ENV_MAX_VARS || bytes > WARD_ENV_MAX_BYTES) {
+		r = -E2BIG;
+		goto out;
+	}
+
+	envp = calloc(e.n + 1, sizeof(char *));
+	if (!envp) {
+		r = -ENOMEM;
+		goto out;
+	}
+	for (size_t i = 0; i < e.n; i++) {
+		size_t nl = strlen(e.v[i].name), vl = strlen(e.v[i].value);
+
+		envp[i] = malloc(nl + 1 + vl + 1);
+		if (!envp[i]) {
+			strv_freep(&envp);
+			r = -ENOMEM;
+			goto out;
+		}
+		memcpy(envp[i], e.v[i].name, nl);
+		envp[i][nl] = '=';
+		memcpy(envp[i] + nl + 1, e.v[i].value, vl + 1);
+	}
+	*ret_envp = envp;
+	r = 0;
+out:
+	env_release(&e);
+	return r;
+}

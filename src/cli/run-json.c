@@ -1,0 +1,112 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * `ward run --json`: a captured run through libward's ward_run(), printed as
+ * one JSON object on stdout (docs/json.md). ward's exit status stays the
+ * command's (124 on timeout), so scripts can use both.
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "basic/cleanup.h"
+#include "cli/cli.h"
+#include "exec/exec.h"
+#include "sandbox/sandbox.h"
+
+/* The handle the signal handler triggers; set only while a run is in flight. */
+static struct ward_cancel *volatile run_cancel;
+
+static void on_signal(int sig)
+{
+	struct ward_cancel *c = run_cancel;
+
+	/* ward_cancel_trigger() is async-signal-safe: one write(2) to an eventfd. */
+	if (c)
+		ward_cancel_trigger(c);
+}
+
+static void fallback_warning(const struct ward_result *res)
+{
+	const struct ward__features *f = ward__features_get();
+
+	/* Never silently weaker (DESIGN.md): the JSON says it too, but a person reads stderr. */
+	fprintf(stderr,
+		"ward: warning: user namespaces are unavailable (%s); running with Landlock (ABI %d) and seccomp only, without: %s\n",
+		f->userns_why[0] ? f->userns_why : "refused by this host", res->landlock_abi,
+		res->fallback_missing);
+}
+
+int cli_run_json(struct cli_run_args *a)
+{
+	struct ward_error err = {0};
+	struct ward_result *res = NULL;
+	struct ward_cancel *cancel = NULL;
+	struct sigaction sa = {.sa_handler = on_signal}, old_int, old_term, old_hup;
+	_cleanup_free_ char *json = NULL;
+	int r, code;
+
+	r = ward_policy_resolve(a->policy, &err);
+	if (r < 0) {
+		cli_report_error(&err);
+		return WARD_EXIT_FAILURE;
+	}
+	if (a->argv) {
+		r = ward_run_options_set_argv(a->opts, (const char *const *)a->argv);
+		if (r < 0) {
+			cli_errorf("run: cannot use the command line: %s", strerror(-r));
+			return WARD_EXIT_FAILURE;
+		}
+	}
+	if (a->json_base64)
+		ward_run_options_set_json_base64(a->opts, true);
+	if (a->have_timeout)
+		ward_run_options_set_timeout_ms(a->opts, a->timeout_ms);
+	if (a->stdin_inherit)
+		ward_run_options_set_stdin_fd(a->opts, STDIN_FILENO);
+
+	r = ward_cancel_new(&cancel);
+	if (r < 0) {
+		cli_errorf("run: cannot create a cancel handle: %s", strerror(-r));
+		return WARD_EXIT_FAILURE;
+	}
+	/*
+	 * SIGINT/SIGTERM/SIGHUP end the run with a partial result instead of
+	 * killing ward before it prints: the agent still gets what ran. No
+	 * SA_RESTART: ward_run() retries its epoll_wait() on EINTR itself.
+	 */
+	sigemptyset(&sa.sa_mask);
+	run_cancel = cancel;
+	sigaction(SIGINT, &sa, &old_int);
+	sigaction(SIGTERM, &sa, &old_term);
+	sigaction(SIGHUP, &sa, &old_hup);
+
+	r = ward_run(a->policy, a->opts, cancel, &res, &err);
+
+	sigaction(SIGINT, &old_int, NULL);
+	sigaction(SIGTERM, &old_term, NULL);
+	sigaction(SIGHUP, &old_hup, NULL);
+	run_cancel = NULL;
+	ward_cancel_free(cancel);
+
+	if (r < 0) {
+		cli_report_error(&err);
+		return WARD_EXIT_FAILURE;
+	}
+	if (res->fallback_missing[0] && a->policy->mode != WARD_MODE_DANGER_FULL_ACCESS)
+		fallback_warning(res);
+	r = ward_result_to_json(res, &json);
+	code = ward_result_exit_code(res);
+	ward_result_free(res);
+	if (r < 0) {
+		cli_errorf("run: cannot format the result: %s", strerror(-r));
+		return WARD_EXIT_FAILURE;
+	}
+	if (fputs(json, stdout) == EOF || fputc('\n', stdout) == EOF || fflush(stdout) == EOF) {
+		cli_errorf("run: cannot write the result: %s", strerror(errno));
+		return WARD_EXIT_FAILURE;
+	}
+	return code;
+}
