@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 #pragma once
 
+#include <jansson.h>
 #include <sys/types.h>
 
 #include "basic/macro.h"
@@ -100,3 +101,6 @@ WARD_INTERNAL const struct ward__protected *ward__policy_protected_for(const str
 								      const char *path);
 /* Returns the deny entry covering path, or NULL. */
 WARD_INTERNAL const struct ward__deny *ward__policy_deny_for(const struct ward_policy *p, const char *path);
+
+/* The resolved policy as a JSON object (ward policy show; the caller adds "enforcement"). */
+WARD_INTERNAL json_t *ward__policy_to_json(const struct ward_policy *p);

@@ -1,2 +1,477 @@
 /* SPDX-License-Identifier: MIT */
-/* Being written. */
+/*
+ * Resolving a policy against the filesystem: canonical writable roots, the
+ * protected paths inside them (git metadata, agent configuration), deny-read
+ * paths and allow-listed sockets. The sandbox mounts exactly what this
+ * computes, so every path here is canonical (symlinks resolved) at resolve
+ * time.
+ */
+#include <ctype.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "basic/cleanup.h"
+#include "basic/error.h"
+#include "basic/util.h"
+#include "policy/policy.h"
+
+#define GIT_CONFIG_MAX (1 << 20)
+
+/* Records "<what> '<path>'<why>" for `ward policy show`. */
+static int note(struct ward_policy *p, const char *what, const char *path, const char *why)
+{
+	char buf[PATH_MAX + 160];
+
+	snprintf(buf, sizeof(buf), "%s '%s'%s", what, path, why);
+	return ward__strv_push(&p->notes, buf);
+}
+
+static bool in_roots(const struct ward_policy *p, const char *path)
+{
+	for (size_t i = 0; i < p->roots.n; i++)
+		if (ward__path_under(path, p->roots.v[i]))
+			return true;
+	return false;
+}
+
+static bool is_root(const struct ward_policy *p, const char *path)
+{
+	return ward__strv_contains(&p->roots, path);
+}
+
+static int add_entry(struct ward_policy *p, const char *path, enum ward__protect_kind kind, bool is_dir,
+		     const char *guard_dir, const char *guard_name, const char *reason)
+{
+	struct ward__protected *n, *e;
+
+	for (size_t i = 0; i < p->n_protected; i++)
+		if (p->protected[i].kind == kind && strcmp(p->protected[i].path, path) == 0)
+			return 0;
+	if (p->n_protected >= 4 * WARD_POLICY_MAX_PATHS)
+		return -E2BIG;
+	n = realloc(p->protected, (p->n_protected + 1) * sizeof(*n));
+	if (!n)
+		return -ENOMEM;
+	p->protected = n;
+	e = &n[p->n_protected];
+	*e = (struct ward__protected){ .kind = kind, .is_dir = is_dir, .reason = reason };
+	e->path = strdup(path);
+	e->guard_dir = guard_dir ? strdup(guard_dir) : NULL;
+	e->guard_name = guard_name ? strdup(guard_name) : NULL;
+	if (!e->path || (guard_dir && !e->guard_dir) || (guard_name && !e->guard_name)) {
+		free(e->path);
+		free(e->guard_dir);
+		free(e->guard_name);
+		return -ENOMEM;
+	}
+	p->n_protected++;
+	return 0;
+}
+
+/* Pins a directory inside a writable root (not a root itself: roots are mount points already). */
+static int pin(struct ward_policy *p, const char *path, const char *reason)
+{
+	char canon[PATH_MAX];
+	struct stat st;
+
+	if (!realpath(path, canon) || stat(canon, &st) < 0 || !S_ISDIR(st.st_mode))
+		return 0;
+	if (!in_roots(p, canon) || is_root(p, canon))
+		return 0;
+	return add_entry(p, canon, WARD_PROTECT_PIN, true, NULL, NULL, reason);
+}
+
+/*
+ * Protects path (absolute, maybe not canonical, maybe missing): an existing
+ * path inside a writable root is bound read-only; a missing one is guarded on
+ * its deepest existing ancestor; a symlink protects its target and guards its
+ * own name, so that replacing the link is caught too.
+ */
+static int protect(struct ward_policy *p, const char *path, const char *reason)
+{
+	_cleanup_free_ char *abs = ward__path_absolute(path);
+	char canon[PATH_MAX], dir[PATH_MAX];
+	struct stat st;
+	int r;
+
+	if (!abs)
+		return -errno;
+	if (lstat(abs, &st) == 0) {
+		if (S_ISLNK(st.st_mode)) {
+			_cleanup_free_ char *parent = strdup(abs);
+			char *slash;
+
+			if (!parent)
+				return -ENOMEM;
+			slash = strrchr(parent, '/');
+			*slash = '\0';
+			if (realpath(parent[0] ? parent : "/", dir) && in_roots(p, dir)) {
+				r = add_entry(p, abs, WARD_PROTECT_MISSING, false, dir, slash + 1, reason);
+				if (r < 0)
+					return r;
+			}
+		}
+		if (!realpath(abs, canon))
+			return 0; /* A dangling link: its name is guarded above. */
+		if (!in_roots(p, canon) || is_root(p, canon))
+			return 0;
+		if (stat(canon, &st) < 0)
+			return 0;
+		return add_entry(p, canon, WARD_PROTECT_READONLY, S_ISDIR(st.st_mode), NULL, NULL, reason);
+	}
+
+	/* Missing: walk up to the deepest existing ancestor. */
+	{
+		_cleanup_free_ char *anc = strdup(abs);
+		char *first = NULL;
+
+		if (!anc)
+			return -ENOMEM;
+		for (;;) {
+			char *slash = strrchr(anc, '/');
+
+			if (!slash)
+				return 0;
+			if (slash == anc) {
+				first = anc[1] ? strdup(anc + 1) : NULL;
+				anc[1] = '\0';
+			} else {
+				free(first);
+				first = strdup(slash + 1);
+				*slash = '\0';
+			}
+			if (!first)
+				return -ENOMEM;
+			if (lstat(anc, &st) == 0)
+				break;
+		}
+		if (!realpath(anc, dir) || !S_ISDIR(st.st_mode)) {
+			free(first);
+			return 0;
+		}
+		/* Outside every writable root nothing can be created there anyway. */
+		if (!in_roots(p, dir)) {
+			free(first);
+			return 0;
+		}
+		r = add_entry(p, abs, WARD_PROTECT_MISSING, false, dir, first, reason);
+		free(first);
+		return r;
+	}
+}
+
+/* Reads core.hooksPath from a git config file (a minimal parser: [core] hookspath = value). */
+static char *git_hooks_path(const char *config)
+{
+	_cleanup_free_ char *buf = NULL;
+	bool in_core = false;
+	char *line, *save = NULL, *result = NULL;
+
+	if (ward__read_file(config, GIT_CONFIG_MAX, &buf, NULL) < 0)
+		return NULL;
+	for (line = strtok_r(buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		char *s = line, *eq, *v, *end;
+
+		while (isspace((unsigned char)*s))
+			s++;
+		if (*s == '[') {
+			in_core = strncasecmp(s, "[core]", 6) == 0;
+			continue;
+		}
+		if (!in_core || *s == '#' || *s == ';')
+			continue;
+		eq = strchr(s, '=');
+		if (!eq)
+			continue;
+		end = eq;
+		while (end > s && isspace((unsigned char)end[-1]))
+			end--;
+		if ((size_t)(end - s) != 9 || strncasecmp(s, "hookspath", 9) != 0)
+			continue;
+		v = eq + 1;
+		while (isspace((unsigned char)*v))
+			v++;
+		end = v + strlen(v);
+		while (end > v && isspace((unsigned char)end[-1]))
+			*--end = '\0';
+		if (*v == '"' && end > v + 1 && end[-1] == '"') {
+			end[-1] = '\0';
+			v++;
+		}
+		free(result);
+		result = *v ? strdup(v) : NULL;
+	}
+	return result;
+}
+
+static int protect_hooks_path(struct ward_policy *p, const char *root, const char *config)
+{
+	_cleanup_free_ char *hp = git_hooks_path(config);
+	_cleanup_free_ char *full = NULL;
+
+	if (!hp)
+		return 0;
+	if (hp[0] == '~' && hp[1] == '/') {
+		const char *home = getenv("HOME");
+
+		if (!home)
+			return 0;
+		full = ward__path_join(home, hp + 2);
+	} else {
+		full = hp[0] == '/' ? strdup(hp) : ward__path_join(root, hp);
+	}
+	if (!full)
+		return -ENOMEM;
+	return protect(p, full, "git core.hooksPath");
+}
+
+/* Reads "gitdir: X" from a .git file; X relative to the file's directory. */
+static char *read_gitdir_file(const char *root, const char *file)
+{
+	_cleanup_free_ char *buf = NULL;
+	char *v, *end;
+
+	if (ward__read_file(file, PATH_MAX, &buf, NULL) < 0)
+		return NULL;
+	if (strncmp(buf, "gitdir:", 7) != 0)
+		return NULL;
+	v = buf + 7;
+	while (*v == ' ' || *v == '\t')
+		v++;
+	end = v + strcspn(v, "\r\n");
+	*end = '\0';
+	if (!*v)
+		return NULL;
+	return v[0] == '/' ? strdup(v) : ward__path_join(root, v);
+}
+
+static int protect_git_dir_contents(struct ward_policy *p, const char *root, const char *gitdir)
+{
+	_cleanup_free_ char *hooks = ward__path_join(gitdir, "hooks");
+	_cleanup_free_ char *config = ward__path_join(gitdir, "config");
+	int r;
+
+	if (!hooks || !config)
+		return -ENOMEM;
+	r = protect(p, hooks, "git hooks");
+	if (r >= 0)
+		r = protect(p, config, "git config");
+	if (r >= 0)
+		r = protect_hooks_path(p, root, config);
+	return r;
+}
+
+static int protect_git(struct ward_policy *p, const char *root)
+{
+	_cleanup_free_ char *dotgit = ward__path_join(root, ".git");
+	struct stat st;
+	int r;
+
+	if (!dotgit)
+		return -ENOMEM;
+	if (lstat(dotgit, &st) < 0)
+		return 0;
+	if (S_ISDIR(st.st_mode)) {
+		/* .git stays writable (commits work) but cannot be renamed away and replaced. */
+		r = pin(p, dotgit, "git directory");
+		if (r >= 0)
+			r = protect_git_dir_contents(p, root, dotgit);
+		return r;
+	}
+	if (S_ISREG(st.st_mode)) {
+		_cleanup_free_ char *gitdir = read_gitdir_file(root, dotgit);
+		_cleanup_free_ char *commonfile = NULL, *common = NULL, *cbuf = NULL, *wtconfig = NULL;
+		char canon[PATH_MAX];
+
+		/* Rewriting the gitdir: line would point git at a planted repository. */
+		r = protect(p, dotgit, "git worktree link");
+		if (r < 0 || !gitdir || !realpath(gitdir, canon))
+			return r;
+		r = pin(p, canon, "git directory");
+		if (r < 0)
+			return r;
+		wtconfig = ward__path_join(canon, "config.worktree");
+		commonfile = ward__path_join(canon, "commondir");
+		if (!wtconfig || !commonfile)
+			return -ENOMEM;
+		if (access(wtconfig, F_OK) == 0) {
+			r = protect(p, wtconfig, "git config");
+			if (r < 0)
+				return r;
+		}
+		if (ward__read_file(commonfile, PATH_MAX, &cbuf, NULL) == 0) {
+			char rc[PATH_MAX];
+
+			cbuf[strcspn(cbuf, "\r\n")] = '\0';
+			common = cbuf[0] == '/' ? strdup(cbuf) : ward__path_join(canon, cbuf);
+			if (!common)
+				return -ENOMEM;
+			if (realpath(common, rc)) {
+				r = pin(p, rc, "git directory");
+				if (r >= 0)
+					r = protect(p, commonfile, "git worktree link");
+				if (r >= 0)
+					r = protect_git_dir_contents(p, root, rc);
+				return r;
+			}
+		}
+		/* A submodule: hooks and config live in its own git directory. */
+		return protect_git_dir_contents(p, root, canon);
+	}
+	return 0;
+}
+
+static int cmp_depth(const char *a, const char *b)
+{
+	size_t da = ward__path_depth(a), db = ward__path_depth(b);
+
+	if (da != db)
+		return da < db ? -1 : 1;
+	return strcmp(a, b);
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+	return cmp_depth(*(const char *const *)a, *(const char *const *)b);
+}
+
+static int cmp_protected(const void *a, const void *b)
+{
+	const struct ward__protected *x = a, *y = b;
+	int c = cmp_depth(x->path, y->path);
+
+	/* A pin must be mounted before the read-only binds beneath it. */
+	return c ? c : (int)x->kind - (int)y->kind;
+}
+
+static int add_root(struct ward_policy *p, const char *path, bool must_exist, const char *what, struct ward_error *err)
+{
+	char canon[PATH_MAX];
+	struct stat st;
+
+	if (!realpath(path, canon) || stat(canon, &st) < 0) {
+		if (!must_exist)
+			return note(p, "skipped missing writable root", path, "");
+		return ward__error(err, -errno, "policy", "%s '%s' does not exist: %m", what, path);
+	}
+	if (!S_ISDIR(st.st_mode)) {
+		if (!must_exist)
+			return note(p, "skipped writable root", path, ": not a directory");
+		return ward__error(err, -ENOTDIR, "policy", "%s '%s' is not a directory", what, path);
+	}
+	if (ward__strv_contains(&p->roots, canon))
+		return 0;
+	return ward__strv_push(&p->roots, canon);
+}
+
+static int resolve(struct ward_policy *p, struct ward_error *err)
+{
+	static const char *const agent_dirs[] = { ".codex", ".agents", ".ward" };
+	char canon[PATH_MAX];
+	struct stat st;
+	int r;
+
+	if (!realpath(p->cwd ? p->cwd : ".", canon))
+		return ward__error(err, -errno, "policy", "cannot resolve the working directory '%s': %m",
+				   p->cwd ? p->cwd : ".");
+	if (stat(canon, &st) < 0 || !S_ISDIR(st.st_mode))
+		return ward__error(err, -ENOTDIR, "policy", "the working directory '%s' is not a directory", canon);
+	p->resolved_cwd = strdup(canon);
+	if (!p->resolved_cwd)
+		return -ENOMEM;
+
+	if (p->mode == WARD_MODE_DANGER_FULL_ACCESS) {
+		r = ward__strv_push(&p->roots, "/");
+		if (r < 0)
+			return r;
+	} else if (p->mode == WARD_MODE_WORKSPACE_WRITE) {
+		const char *tmpdir = getenv("TMPDIR");
+
+		r = add_root(p, p->resolved_cwd, true, "working directory", err);
+		for (size_t i = 0; r >= 0 && i < p->writable.n; i++)
+			r = add_root(p, p->writable.v[i], true, "writable root", err);
+		if (r >= 0 && !p->exclude_slash_tmp)
+			r = add_root(p, "/tmp", false, NULL, err);
+		if (r >= 0 && !p->exclude_tmpdir_env_var && tmpdir && tmpdir[0] == '/')
+			r = add_root(p, tmpdir, false, NULL, err);
+		if (r < 0)
+			return r;
+		qsort(p->roots.v, p->roots.n, sizeof(char *), cmp_str);
+
+		for (size_t i = 0; i < p->roots.n; i++) {
+			const char *root = p->roots.v[i];
+
+			r = protect_git(p, root);
+			for (size_t j = 0; r >= 0 && j < ELEMENTSOF(agent_dirs); j++) {
+				_cleanup_free_ char *d = ward__path_join(root, agent_dirs[j]);
+
+				r = d ? protect(p, d, "agent configuration") : -ENOMEM;
+			}
+			if (r < 0)
+				return ward__error(err, r, "policy", "cannot resolve the protected paths of '%s': %m", root);
+		}
+		for (size_t i = 0; i < p->protect.n; i++) {
+			r = protect(p, p->protect.v[i], "--protect");
+			if (r < 0)
+				return ward__error(err, r, "policy", "cannot resolve protected path '%s': %m", p->protect.v[i]);
+		}
+		qsort(p->protected, p->n_protected, sizeof(*p->protected), cmp_protected);
+	}
+
+	p->deny = calloc(p->deny_read.n + 1, sizeof(*p->deny));
+	if (!p->deny)
+		return -ENOMEM;
+	for (size_t i = 0; i < p->deny_read.n; i++) {
+		if (!realpath(p->deny_read.v[i], canon) || stat(canon, &st) < 0) {
+			r = note(p, "deny-read path", p->deny_read.v[i], " does not exist: nothing to hide");
+			if (r < 0)
+				return r;
+			continue;
+		}
+		if (strcmp(canon, "/") == 0)
+			return ward__error(err, -EINVAL, "policy", "cannot deny reading '/'");
+		p->deny[p->n_deny].path = strdup(canon);
+		if (!p->deny[p->n_deny].path)
+			return -ENOMEM;
+		p->deny[p->n_deny++].is_dir = S_ISDIR(st.st_mode);
+	}
+
+	p->sockets = calloc(p->unix_sockets.n + 1, sizeof(*p->sockets));
+	if (!p->sockets)
+		return -ENOMEM;
+	for (size_t i = 0; i < p->unix_sockets.n; i++) {
+		const char *s = p->unix_sockets.v[i];
+
+		if (!realpath(s, canon) || stat(canon, &st) < 0)
+			return ward__error(err, -errno, "policy", "unix socket '%s' cannot be allowed: %m", s);
+		if (!S_ISSOCK(st.st_mode))
+			return ward__error(err, -EINVAL, "policy", "'%s' is not a unix socket", s);
+		p->sockets[p->n_sockets].path = strdup(canon);
+		if (!p->sockets[p->n_sockets].path)
+			return -ENOMEM;
+		p->sockets[p->n_sockets].dev = st.st_dev;
+		p->sockets[p->n_sockets++].ino = st.st_ino;
+	}
+	p->resolved = true;
+	return 0;
+}
+
+WARD_PUBLIC int ward_policy_resolve(struct ward_policy *p, struct ward_error *err)
+{
+	int r;
+
+	if (!p)
+		return -EINVAL;
+	ward__error_clear(err);
+	ward__policy_clear_resolved(p);
+	r = resolve(p, err);
+	if (r < 0) {
+		if (err && !err->message[0])
+			ward__error(err, r, "policy", "cannot resolve the policy: %m");
+		ward__policy_clear_resolved(p);
+	}
+	return r;
+}

@@ -1,2 +1,252 @@
 /* SPDX-License-Identifier: MIT */
-/* Being written. */
+/*
+ * What the host offers: user namespaces, Landlock, seccomp user notification,
+ * the mount API, pidfds, cgroup v2. Probed once per process. `ward run` does
+ * not need this on its fast path (spawn.c tries namespaces and falls back);
+ * it is for `ward doctor`, `ward policy show` and the fallback's messages.
+ */
+#include <fcntl.h>
+#include <jansson.h>
+#include <linux/seccomp.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "basic/cleanup.h"
+#include "basic/error.h"
+#include "basic/util.h"
+#include "sandbox/sandbox.h"
+
+static struct ward__features features;
+static pthread_once_t features_once = PTHREAD_ONCE_INIT;
+
+static int read_int(const char *path, long *ret)
+{
+	char buf[64];
+	_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t n;
+
+	if (fd < 0)
+		return -errno;
+	n = read(fd, buf, sizeof(buf) - 1);
+	if (n <= 0)
+		return -EIO;
+	buf[n] = '\0';
+	*ret = strtol(buf, NULL, 10);
+	return 0;
+}
+
+static bool self_has_seccomp_filter(void)
+{
+	_cleanup_fclose_ FILE *f = fopen("/proc/self/status", "re");
+	char line[256];
+
+	if (!f)
+		return false;
+	while (fgets(line, sizeof(line), f))
+		if (strncmp(line, "Seccomp:", 8) == 0)
+			return strtol(line + 8, NULL, 10) == 2;
+	return false;
+}
+
+/* The probe child: a user and mount namespace, our own id maps, one mount. */
+static int probe_child(void)
+{
+	char line[64];
+
+	snprintf(line, sizeof(line), "%u %u 1\n", (unsigned)geteuid(), (unsigned)geteuid());
+	if (ward__write_file("/proc/self/setgroups", "deny") < 0 && errno != ENOENT)
+		_exit(10);
+	if (ward__write_file("/proc/self/uid_map", line) < 0)
+		_exit(11);
+	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
+		_exit(12);
+	_exit(0);
+}
+
+static void why_userns(struct ward__features *f, const char *how)
+{
+	long v;
+
+	if (read_int("/proc/sys/kernel/apparmor_restrict_unprivileged_userns", &v) == 0 && v == 1 && geteuid() != 0)
+		snprintf(f->userns_why, sizeof(f->userns_why),
+			 "AppArmor restricts unprivileged user namespaces (kernel.apparmor_restrict_unprivileged_userns=1)");
+	else if (read_int("/proc/sys/user/max_user_namespaces", &v) == 0 && v == 0)
+		snprintf(f->userns_why, sizeof(f->userns_why), "user.max_user_namespaces is 0");
+	else if (read_int("/proc/sys/kernel/unprivileged_userns_clone", &v) == 0 && v == 0 && geteuid() != 0)
+		snprintf(f->userns_why, sizeof(f->userns_why), "kernel.unprivileged_userns_clone is 0");
+	else if (self_has_seccomp_filter())
+		snprintf(f->userns_why, sizeof(f->userns_why),
+			 "a seccomp filter refuses them (%s: %s; e.g. Docker's default profile)", how, strerror(f->userns_errno));
+	else
+		snprintf(f->userns_why, sizeof(f->userns_why), "%s: %s", how, strerror(f->userns_errno));
+}
+
+static void probe_userns(struct ward__features *f)
+{
+	int status = 0;
+	long pid = syscall(SYS_clone, CLONE_NEWUSER | CLONE_NEWNS | SIGCHLD, NULL, NULL, NULL, 0);
+
+	if (pid < 0) {
+		f->userns_errno = errno;
+		why_userns(f, "clone(CLONE_NEWUSER)");
+		return;
+	}
+	if (pid == 0)
+		probe_child();
+	while (waitpid((pid_t)pid, &status, 0) < 0 && errno == EINTR)
+		;
+	if (WIFEXITED(status) && WEXITSTATUS(status) == 0) {
+		f->userns = true;
+		return;
+	}
+	f->userns_errno = EPERM;
+	why_userns(f, WIFEXITED(status) && WEXITSTATUS(status) == 12 ? "mount in a new user namespace" :
+								       "writing the id maps of a new user namespace");
+}
+
+static void probe_cgroup(struct ward__features *f)
+{
+	_cleanup_fclose_ FILE *cg = fopen("/proc/self/cgroup", "re");
+	char line[512];
+	struct stat st;
+
+	/* cgroup2 at /sys/fs/cgroup, or the hybrid layout's /sys/fs/cgroup/unified. */
+	const char *base = NULL;
+	char procs[600];
+
+	if (stat("/sys/fs/cgroup/cgroup.controllers", &st) == 0)
+		base = "/sys/fs/cgroup";
+	else if (stat("/sys/fs/cgroup/unified/cgroup.controllers", &st) == 0)
+		base = "/sys/fs/cgroup/unified";
+	if (!base || !cg)
+		return;
+	f->cgroup2 = true;
+	while (fgets(line, sizeof(line), cg)) {
+		if (strncmp(line, "0::", 3) != 0)
+			continue;
+		line[strcspn(line, "\n")] = '\0';
+		if (strlen(base) + strlen(line + 3) >= sizeof(f->cgroup_path))
+			continue;
+		snprintf(f->cgroup_path, sizeof(f->cgroup_path), "%s%.200s", base, line + 3);
+		snprintf(procs, sizeof(procs), "%s/cgroup.procs", f->cgroup_path);
+		f->cgroup2_delegated = access(procs, W_OK) == 0 && access(f->cgroup_path, W_OK) == 0;
+	}
+}
+
+static void probe(void)
+{
+	struct ward__features *f = &features;
+	uint32_t action = SECCOMP_RET_USER_NOTIF;
+	long abi;
+	int fd;
+
+	probe_userns(f);
+	abi = syscall(SYS_landlock_create_ruleset, NULL, 0, 1U /* LANDLOCK_CREATE_RULESET_VERSION */);
+	f->landlock_abi = abi > 0 ? (int)abi : 0;
+	f->landlock_errno = abi > 0 ? 0 : errno;
+	f->seccomp = prctl(PR_GET_SECCOMP) >= 0;
+	f->seccomp_user_notif = syscall(SYS_seccomp, SECCOMP_GET_ACTION_AVAIL, 0, &action) == 0 &&
+				syscall(SYS_pidfd_getfd, -1, 0, 0) < 0 && errno == EBADF;
+	/* open_tree with a bad fd: EBADF when the syscall exists, ENOSYS otherwise. */
+	f->mount_api = syscall(SYS_open_tree, -1, "", 0) < 0 && errno != ENOSYS;
+	fd = (int)syscall(SYS_pidfd_open, getpid(), 0);
+	f->pidfd = fd >= 0;
+	if (fd >= 0)
+		close(fd);
+	probe_cgroup(f);
+}
+
+const struct ward__features *ward__features_get(void)
+{
+	pthread_once(&features_once, probe);
+	return &features;
+}
+
+size_t ward__features_missing_guarantees(const struct ward__features *f, const struct ward_policy *p, char *buf,
+					 size_t size)
+{
+	size_t n = 0;
+
+#define ADD(...)                                                                                   \
+	do {                                                                                       \
+		if (n < size)                                                                      \
+			n += (size_t)snprintf(buf + n, size - n, "%s", n ? "; " : "");             \
+		if (n < size)                                                                      \
+			n += (size_t)snprintf(buf + n, size - n, __VA_ARGS__);                     \
+	} while (0)
+
+	if (size)
+		buf[0] = '\0';
+	if (p->mode == WARD_MODE_DANGER_FULL_ACCESS)
+		return 0;
+	/* Landlock grants rights to whole hierarchies; it cannot take a subpath back out of a root. */
+	if (p->mode == WARD_MODE_WORKSPACE_WRITE)
+		ADD("read-only protection of .git/hooks, .git/config, .codex, .agents, .ward and --protect paths inside writable roots");
+	if (p->n_deny > 0)
+		ADD("hiding of --deny-read paths");
+	ADD("a private /proc and pid isolation (host processes are visible)");
+	if (!p->network) {
+		if (f->landlock_abi >= 4)
+			ADD("loopback networking inside (TCP and UDP are refused altogether)");
+		else
+			ADD("loopback networking inside (UDP refused; TCP is NOT restricted: Landlock ABI %d < 4)", f->landlock_abi);
+	}
+	if (f->landlock_abi < 6)
+		ADD("scoping of signals and abstract unix sockets (Landlock ABI %d < 6)", f->landlock_abi);
+	ADD("killing processes that leave ward's process tree");
+#undef ADD
+	return n < size ? n : size ? size - 1 : 0;
+}
+
+WARD_PUBLIC int ward_policy_describe_json(const struct ward_policy *p, char **ret_json)
+{
+	const struct ward__features *f = ward__features_get();
+	bool danger = p->mode == WARD_MODE_DANGER_FULL_ACCESS;
+	json_t *root, *enf, *missing;
+	char buf[1024];
+	char *s;
+
+	if (!p->resolved)
+		return -EINVAL;
+	root = ward__policy_to_json(p);
+	if (!root)
+		return -ENOMEM;
+	enf = json_object();
+	missing = json_array();
+	json_object_set_new(root, "enforcement", enf);
+	json_object_set_new(enf, "isolation",
+			    json_string(danger ? "none (danger-full-access)" :
+					f->userns ? "namespaces" : "landlock+seccomp fallback"));
+	json_object_set_new(enf, "user_namespace", json_boolean(!danger && f->userns));
+	json_object_set_new(enf, "mount_namespace", json_boolean(!danger && f->userns));
+	json_object_set_new(enf, "pid_namespace", json_boolean(!danger && f->userns));
+	json_object_set_new(enf, "network_namespace", json_boolean(!danger && f->userns && !p->network));
+	json_object_set_new(enf, "landlock_abi", json_integer(danger ? 0 : f->landlock_abi));
+	json_object_set_new(enf, "landlock", json_string(danger ? "not used" : f->landlock_abi ? "enforced" : "unavailable"));
+	json_object_set_new(enf, "seccomp", json_boolean(!danger && f->seccomp));
+	json_object_set_new(enf, "unix_socket_supervision", json_boolean(!danger && !p->network && f->seccomp_user_notif));
+	if (!danger && !f->userns) {
+		char *save = NULL;
+
+		json_object_set_new(enf, "userns_unavailable_because", json_string(f->userns_why));
+		ward__features_missing_guarantees(f, p, buf, sizeof(buf));
+		for (char *tok = strtok_r(buf, ";", &save); tok; tok = strtok_r(NULL, ";", &save))
+			json_array_append_new(missing, json_string(tok[0] == ' ' ? tok + 1 : tok));
+	}
+	json_object_set_new(enf, "missing", missing);
+	s = json_dumps(root, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+	json_decref(root);
+	if (!s)
+		return -ENOMEM;
+	*ret_json = s;
+	return 0;
+}

@@ -34,6 +34,13 @@ struct ward__features {
  * what cannot be probed is reported as absent.
  */
 WARD_INTERNAL const struct ward__features *ward__features_get(void);
+/*
+ * Writes into buf a "; "-separated list of the guarantees `ward run` cannot
+ * give for this policy without namespaces (the Landlock+seccomp fallback).
+ * Returns the length written.
+ */
+WARD_INTERNAL size_t ward__features_missing_guarantees(const struct ward__features *f, const struct ward_policy *p,
+							char *buf, size_t size);
 
 /* ------------------------------------------------------------ Landlock (landlock.c) */
 
@@ -98,6 +105,7 @@ enum ward__msg_type {
 	WARD_MSG_STATUS = 2, /* payload: struct ward__msg_status; the command ended */
 	WARD_MSG_DENIAL = 3, /* payload: struct ward__msg_denial */
 	WARD_MSG_READY = 4, /* payload: struct ward__msg_ready; the command was exec()ed */
+	WARD_MSG_DENIALS_DROPPED = 5, /* payload: struct ward__msg_dropped; once, from the supervisor */
 };
 
 struct ward__msg_hdr {
@@ -127,6 +135,11 @@ struct ward__msg_denial {
 	char target[WARD_DENIAL_TARGET_MAX]; /* path, address, or syscall arguments; NUL-terminated */
 };
 
+/* Denials the supervisor did not send because WARD_MAX_DENIALS were sent already. */
+struct ward__msg_dropped {
+	uint32_t count;
+};
+
 /* Writes one message; async-signal-safe. Errors are ignored (the reader may be gone). */
 WARD_INTERNAL void ward__report(int fd, uint32_t type, const void *payload, uint32_t len);
 
@@ -140,6 +153,10 @@ WARD_INTERNAL void ward__report(int fd, uint32_t type, const void *payload, uint
  * that become WARD_MSG_DENIAL reports.
  */
 struct ward__supervisor {
+	/*
+	 * The fd to poll for POLLIN: after init, an epoll set over the
+	 * notification fd and the supervisor's timers and pending connects.
+	 */
 	int listener_fd;
 	int report_fd;
 	const struct ward_policy *policy;
@@ -149,6 +166,7 @@ struct ward__supervisor {
 	void *priv; /* implementation state */
 };
 
+/* Takes ownership of listener_fd, also on failure (closed: notified syscalls then fail, not hang). */
 WARD_INTERNAL int ward__supervisor_init(struct ward__supervisor *s, int listener_fd, int report_fd,
 					const struct ward_policy *p, bool netns);
 /* Handles what is pending on listener_fd (call when it polls readable). -errno on fatal error. */

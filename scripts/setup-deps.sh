@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+#
+# Installs the Debian packages ward's build and tests need, only those missing,
+# quietly: as root directly, otherwise through sudo. Does nothing when all are
+# present (the usual case after the first run).
+set -euo pipefail
+
+packages=(
+	meson ninja-build pkg-config gcc clang libseccomp-dev libjansson-dev libssl-dev
+	git python3 bubblewrap time iproute2 util-linux bsdutils procps
+)
+
+if ! command -v dpkg-query >/dev/null 2>&1; then
+	echo "setup-deps: not a Debian system; install these (or your distribution's equivalents) yourself:" >&2
+	echo "  ${packages[*]}" >&2
+	exit 0
+fi
+
+missing=()
+for p in "${packages[@]}"; do
+	if [ "$(dpkg-query -W -f='${db:Status-Status}' "$p" 2>/dev/null)" != installed ]; then
+		missing+=("$p")
+	fi
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+if [ "$(id -u)" = 0 ]; then
+	sudo=()
+elif command -v sudo >/dev/null 2>&1; then
+	sudo=(sudo)
+else
+	echo "setup-deps: missing packages: ${missing[*]}; run as root or install sudo" >&2
+	exit 1
+fi
+
+echo "setup-deps: installing ${missing[*]}" >&2
+export DEBIAN_FRONTEND=noninteractive
+"${sudo[@]}" apt-get update -qq >/dev/null
+"${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+	"${missing[@]}" >/dev/null

@@ -1,0 +1,198 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# shellcheck disable=SC2317,SC2119,SC2016
+#
+# Hardened hosts that refuse namespaces (Docker's default seccomp profile,
+# Ubuntu 24.04's AppArmor userns restriction), simulated by hardened-wrapper:
+# ward falls back to Landlock + seccomp, says so in one stderr line naming what
+# it cannot guarantee, still refuses writes outside the roots, and with
+# --require-isolation exits 125 instead of running.
+. "$(dirname "$0")/lib.sh"
+
+# hw [ward-run-options] -- OP ARGS: the probe through ward on the simulated host.
+hw() {
+	local opts=()
+	while [ $# -gt 0 ] && [ "$1" != -- ]; do
+		opts+=("$1")
+		shift
+	done
+	[ $# -gt 0 ] && shift
+	LAST_CMD="hardened-wrapper ward run ${opts[*]} -- probe $*"
+	timeout -k 3 "$WARD_TEST_TIMEOUT" "$HARDENED" "$WARD" run "${opts[@]}" -- "$PROBE" "$@" \
+		</dev/null >"$T/.run/stdout" 2>"$T/.run/stderr"
+	WRC=$?
+	LINE=$(head -n 1 "$T/.run/stdout")
+}
+
+need_wrapper() {
+	[ -x "$HARDENED" ] || skip "hardened-wrapper is not built ($HARDENED)"
+	"$PROBE" landlock-abi >/dev/null || skip "Landlock is not enabled in this kernel"
+	# The wrapper really refuses namespaces here.
+	"$HARDENED" "$PROBE" unshare user >/dev/null && fail "hardened-wrapper does not refuse unshare"
+	return 0
+}
+
+# The single warning line.
+expect_warning() {
+	local n
+	n=$(grep -c '^ward: warning: ' "$T/.run/stderr")
+	[ "$n" = 1 ] || fail "expected one 'ward: warning:' line on stderr, got $n"
+	[ "$(grep -c -v '^ward: warning: ' "$T/.run/stderr")" = 0 ] || fail "more than the warning on stderr"
+	grep -q -i 'namespace' "$T/.run/stderr" || fail "the warning does not name the missing namespaces"
+}
+
+t_warning_and_runs() {
+	need_wrapper
+	hw -- ns
+	expect_ok
+	expect_warning
+	# It really ran without namespaces (the wrapper works), so the rest means something.
+	assert_match "$LINE" " user=$(readlink /proc/self/ns/user)( |$)" "user namespace"
+	hw -- write "$WS/f" yes
+	expect_ok
+	assert_content "$WS/f" yes
+}
+
+t_writes_outside_refused() {
+	need_wrapper
+	printf 'orig\n' >"$OUT/file"
+	hw -- write "$OUT/file" changed
+	expect_denied write
+	hw -- write "$OUT/new"
+	expect_denied write
+	hw -- unlink "$OUT/file"
+	expect_denied unlink
+	hw -- mkdir "$OUT/dir"
+	expect_denied mkdir
+	local name=ward-it-fb-$$-$RANDOM
+	hw -- write "/etc/$name"
+	expect_denied write
+	ln -s "$OUT/file" "$WS/link"
+	hw -- write "$WS/link" changed
+	expect_denied write
+	hw -- link "$OUT/file" "$WS/hard"
+	expect_denied link
+	assert_content "$OUT/file" orig
+	assert_absent "$OUT/new" "$OUT/dir" "/etc/$name" "$WS/hard"
+	hw -s read-only -- write "$WS/ro"
+	expect_denied write
+	assert_absent "$WS/ro"
+}
+
+t_require_isolation() {
+	need_wrapper
+	hw --require-isolation -- write "$WS/ran"
+	expect_rc 125
+	expect_one_line_error
+	assert_absent "$WS/ran"
+	[ -s "$T/.run/stdout" ] && fail "the probe ran"
+	return 0
+}
+
+t_process_hardening() {
+	need_wrapper
+	hw -- caps
+	expect_ok
+	local k
+	for k in CapEff CapPrm CapBnd CapAmb; do
+		assert_match "$LINE" " $k=0000000000000000( |$)" "$k"
+	done
+	assert_match "$LINE" " NoNewPrivs=1( |$)" "NoNewPrivs"
+	assert_match "$LINE" " Seccomp=2( |$)" "Seccomp"
+	hw -- fds
+	expect_ok
+	assert_eq "$LINE" "fds: ok 0 1 2" "descriptors"
+	hw -- sid
+	expect_ok
+	local sid pid
+	sid=$(sed -n 's/.* sid=\([0-9]*\).*/\1/p' <<<"$LINE")
+	pid=$(sed -n 's/.* pid=\([0-9]*\).*/\1/p' <<<"$LINE")
+	assert_eq "$sid" "$pid" "a new session"
+	hw -- io-uring
+	expect_denied io-uring
+	hw -- keyctl
+	expect_denied keyctl
+	hw -- socket-raw
+	expect_denied socket-raw
+}
+
+t_host_process() {
+	need_wrapper
+	local m
+	m=$(marker fb-victim)
+	start_host_sleeper "$m"
+	wait_for pgrep -f -- "$m" >/dev/null || fail "the host sleeper did not start"
+	hw -- kill "$HOST_PID" KILL
+	expect_denied kill
+	hw -- ptrace "$HOST_PID"
+	expect_denied ptrace
+	hw -- process-vm-read "$HOST_PID"
+	expect_denied process-vm-read
+	kill -0 "$HOST_PID" 2>/dev/null || fail "the host process died"
+	grep -q '^TracerPid:[[:space:]]*0$' "/proc/$HOST_PID/status" || fail "the host process is traced"
+}
+
+t_sockets() {
+	need_wrapper
+	listen tcp 127.0.0.1
+	hw -- connect-tcp 127.0.0.1 "$LPORT"
+	expect_denied connect-tcp
+	expect_listener_silent
+	local name=ward-it-fb2-$$-$RANDOM
+	listen abstract "$name"
+	hw -- connect-abstract "$name"
+	expect_denied connect-abstract
+	expect_listener_silent
+	listen unix "$OUT/host.sock"
+	hw -- connect-unix "$OUT/host.sock"
+	expect_denied connect-unix
+	expect_listener_silent
+}
+
+t_protected_or_named() {
+	need_wrapper
+	need_cmd git
+	make_repo "$WS"
+	hw -- write "$WS/.git/hooks/pre-commit" evil
+	if probe_line write | grep -q '^write: ok'; then
+		# Landlock alone cannot carve a read-only hole into a writable root; then
+		# the warning must say that protected paths are not protected here.
+		grep -q -i -e protect -e hooks "$T/.run/stderr" ||
+			fail "a hook could be written and the warning does not say protected paths are unenforced"
+	else
+		assert_absent "$WS/.git/hooks/pre-commit"
+	fi
+}
+
+t_nothing_left() {
+	need_wrapper
+	local m1 m2
+	m1=$(marker fb-escaper)
+	m2=$(marker fb-setsid)
+	hw -- spawn-escaper "$WS/pid" "$m1"
+	expect_ok
+	expect_gone "$m1"
+	LAST_CMD="hardened-wrapper ward run -- sh -c setsid..."
+	timeout -k 3 20 "$HARDENED" "$WARD" run -- sh -c "setsid sh -c '\"$PROBE\" sleep 1000 $m2 &'" \
+		</dev/null >/dev/null 2>&1
+	expect_gone "$m2"
+}
+
+t_tiocsti() {
+	need_wrapper
+	in_tty "'$HARDENED' '$WARD' run -- '$PROBE' tiocsti; read -t 1 line; echo \"after=[\$line]\""
+	expect_denied tiocsti
+	assert_no_match "$(probe_line tiocsti)" "=ok" "TIOCSTI variants"
+	grep -q 'after=\[\]' "$T/.run/stdout" || fail "text reached the terminal: $(out)"
+}
+
+tcase "falls back with one warning line and runs" t_warning_and_runs
+tcase "writes outside the roots are still refused (Landlock)" t_writes_outside_refused
+tcase "--require-isolation exits 125 and runs nothing" t_require_isolation
+tcase "no capabilities, no_new_privs, seccomp, closed fds, new session" t_process_hardening
+tcase "host processes cannot be killed or traced" t_host_process
+tcase "TCP, abstract and host unix sockets are refused" t_sockets
+tcase "protected paths are enforced or their absence is named" t_protected_or_named
+tcase "nothing is left running" t_nothing_left
+tcase "no terminal injection" t_tiocsti
+finish

@@ -1,0 +1,201 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# shellcheck disable=SC2317,SC2119,SC2016
+#
+# The command's process: capabilities, no_new_privs, seccomp, identity,
+# namespaces, a new session, ward's init as PID 1, and the lifetime rules:
+# nothing survives the command, nor ward's death; signals are forwarded.
+. "$(dirname "$0")/lib.sh"
+
+t_caps() {
+	wp -- caps
+	expect_ok
+	local k
+	for k in CapInh CapPrm CapEff CapBnd CapAmb; do
+		assert_match "$LINE" " $k=0000000000000000( |$)" "$k"
+	done
+	assert_match "$LINE" " NoNewPrivs=1( |$)" "NoNewPrivs"
+	assert_match "$LINE" " Seccomp=2( |$)" "Seccomp (filter mode)"
+	# Through a shell and a setuid-root binary nothing is regained.
+	if [ -u /usr/bin/su ] || [ -u /bin/su ]; then
+		w -- sh -c "su -c id root </dev/null; grep CapEff /proc/self/status"
+		grep -q 'uid=0' "$T/.run/stdout" && [ "$(id -u)" != 0 ] && fail "su gave root: $(out)"
+		grep -q 'CapEff:[[:space:]]*0000000000000000' "$T/.run/stdout" || fail "capabilities inside a shell: $(out)"
+	fi
+	return 0
+}
+
+t_identity() {
+	wp -- whoami
+	expect_ok
+	assert_match "$LINE" "^whoami: ok uid=$(id -u) euid=$(id -u) gid=$(id -g) egid=$(id -g)" "identity inside"
+	printf 'mine\n' >"$WS/f"
+	wp -- stat "$WS/f"
+	expect_ok
+	assert_match "$LINE" " uid=$(id -u) gid=$(id -g) " "owner of a workspace file inside"
+	wp -- write "$WS/g"
+	assert_eq "$(stat -c %u:%g "$WS/g")" "$(id -u):$(id -g)" "owner of a file created inside, on the host"
+}
+
+t_namespaces() {
+	local n host
+	wp -- ns
+	expect_ok
+	for n in user mnt pid ipc uts net; do
+		host=$(readlink "/proc/self/ns/$n")
+		assert_no_match "$LINE" " $n=$host( |$)" "$n namespace"
+		assert_match "$LINE" " $n=$n:\[" "$n namespace"
+	done
+}
+
+t_session() {
+	wp -- sid
+	expect_ok
+	local sid pid pgrp ppid
+	sid=$(sed -n 's/.* sid=\([0-9]*\).*/\1/p' <<<"$LINE")
+	pid=$(sed -n 's/.* pid=\([0-9]*\).*/\1/p' <<<"$LINE")
+	pgrp=$(sed -n 's/.* pgrp=\([0-9]*\).*/\1/p' <<<"$LINE")
+	ppid=$(sed -n 's/.* ppid=\([0-9]*\).*/\1/p' <<<"$LINE")
+	assert_eq "$sid" "$pid" "the command leads a session of its own"
+	assert_eq "$pgrp" "$pid" "and its process group"
+	assert_eq "$ppid" 1 "its parent is the sandbox's PID 1"
+	assert_no_match "$sid" "^$(ps -o sid= $$ | tr -d ' ')$" "session"
+}
+
+t_pid1_init() {
+	wp -- cmdline 1
+	expect_ok
+	local w1
+	w1=$(cut -d' ' -f3 <<<"$LINE")
+	assert_eq "$(basename "$w1")" "$(basename "$WARD")" "PID 1's command line starts with ward"
+	# Only the sandbox's processes are visible.
+	w -- sh -c 'ls -d /proc/[0-9]* | wc -l'
+	[ "$LINE" -le 6 ] 2>/dev/null || fail "processes visible inside: $LINE"
+	# PID 1 cannot be killed by the command.
+	w -- sh -c "'$PROBE' kill 1 KILL; sleep 0.1; echo alive"
+	assert_stdout_has alive
+	# Orphans are reaped: no zombies pile up.
+	w -- sh -c 'for i in 1 2 3 4 5; do (sh -c "exit 0" &) ; done; sleep 0.3; grep -l "^State:.*Z" /proc/[0-9]*/status 2>/dev/null | wc -l'
+	assert_eq "$(tail -n 1 "$T/.run/stdout")" 0 "zombies inside"
+}
+
+t_nothing_left() {
+	local m1 m2 m3
+	m1=$(marker setsid)
+	m2=$(marker escaper)
+	m3=$(marker nohup)
+	w -- sh -c "setsid sh -c '\"$PROBE\" sleep 1000 $m1 &'; nohup '$PROBE' sleep 1000 $m3 >/dev/null 2>&1 &"
+	expect_rc 0
+	expect_gone "$m1"
+	expect_gone "$m3"
+	wp -- spawn-escaper "$WS/escaper.pid" "$m2"
+	expect_ok
+	assert_exists "$WS/escaper.pid"
+	expect_gone "$m2"
+	# Double fork plus a stopped process.
+	w -- sh -c "('$PROBE' sleep 1000 $m1 & kill -STOP \$!) &"
+	expect_gone "$m1"
+}
+
+t_ward_killed() {
+	local m1 m2 wpid
+	m1=$(marker killed-a)
+	m2=$(marker killed-b)
+	"$WARD" run -- sh -c "setsid '$PROBE' sleep 1000 $m1 & '$PROBE' sleep 1000 $m2" </dev/null >/dev/null 2>&1 &
+	wpid=$!
+	BG_PIDS+=("$wpid")
+	wait_for pgrep -f -- "$m1" >/dev/null || fail "the sandboxed sleeper did not start"
+	wait_for pgrep -f -- "$m2" >/dev/null || fail "the sandboxed sleeper did not start"
+	kill -9 "$wpid"
+	wait "$wpid" 2>/dev/null
+	expect_gone "$m1"
+	expect_gone "$m2"
+}
+
+# Starts ward in the background with job control on, so that bash does not set
+# SIGINT and SIGQUIT to "ignored" for it (what a non-interactive shell does to
+# background jobs, and what the command would inherit). Its pid in WPID.
+ward_bg() {
+	set -m
+	"$WARD" run "$@" </dev/null >/dev/null 2>&1 &
+	WPID=$!
+	set +m
+	BG_PIDS+=("$WPID")
+}
+
+t_signal_forwarding() {
+	local m rc sig
+	for sig in TERM INT HUP; do
+		m=$(marker "sig-$sig")
+		ward_bg -- "$PROBE" sleep 30 "$m"
+		wait_for pgrep -f -- "$m" >/dev/null || fail "the sandboxed sleeper did not start"
+		kill -"$sig" "$WPID"
+		wait "$WPID"
+		rc=$?
+		assert_eq "$rc" "$((128 + $(kill -l "$sig")))" "exit status after SIG$sig"
+		expect_gone "$m"
+	done
+	# A command that handles the signal decides its own status.
+	ward_bg -- sh -c 'trap "exit 42" TERM; : > "$0"; sleep 30 & wait' "$WS/ready"
+	wait_for test -f "$WS/ready" || fail "the trapping shell did not start"
+	kill -TERM "$WPID"
+	wait "$WPID"
+	assert_eq "$?" 42 "exit status of a command trapping SIGTERM"
+}
+
+t_timeout() {
+	local m start end
+	m=$(marker timeout)
+	start=$(date +%s%N)
+	w --timeout 0.5 -- sh -c "setsid '$PROBE' sleep 1000 $m & '$PROBE' sleep 30"
+	end=$(date +%s%N)
+	expect_rc 124
+	[ $(((end - start) / 1000000)) -lt 5000 ] || fail "the timeout took $(((end - start) / 1000000)) ms"
+	expect_gone "$m"
+}
+
+t_stdio() {
+	LAST_CMD="printf | ward run -- cat"
+	local got
+	got=$(printf 'line1\nline2\n' | timeout 20 "$WARD" run -- cat)
+	assert_eq "$got" "$(printf 'line1\nline2')" "stdin through a pipe"
+	head -c 3000000 /dev/urandom >"$T/big"
+	got=$(timeout 20 "$WARD" run -- sha256sum <"$T/big" | cut -d' ' -f1)
+	assert_eq "$got" "$(sha256sum <"$T/big" | cut -d' ' -f1)" "3 MB through stdin"
+	got=$(timeout 20 "$WARD" run -- sh -c 'echo out; echo err >&2' 2>"$T/err2")
+	assert_eq "$got" out "stdout"
+	assert_eq "$(cat "$T/err2")" err "stderr"
+	# stdout to a file (append mode kept), stdin from a file.
+	printf 'from-file\n' >"$T/in"
+	timeout 20 "$WARD" run -- cat <"$T/in" >>"$T/outfile"
+	timeout 20 "$WARD" run -- cat <"$T/in" >>"$T/outfile"
+	assert_eq "$(cat "$T/outfile")" "$(printf 'from-file\nfrom-file')" "stdout appended to a file"
+	# Closed stdout: the command sees EPIPE/SIGPIPE, ward does not hang.
+	timeout 20 "$WARD" run -- sh -c 'yes | head -c 100000000' | head -c 10 >/dev/null
+	[ "${PIPESTATUS[0]}" != 124 ] || fail "ward hung writing to a closed pipe"
+}
+
+t_env() {
+	WARD_IT_VAR=hello wp -- env WARD_IT_VAR
+	expect_ok
+	assert_eq "$LINE" "env: ok hello" "environment passed through"
+	w -C "$WS" -- pwd
+	assert_eq "$LINE" "$(cd "$WS" && pwd -P)" "working directory"
+	mkdir "$WS/sub"
+	cd "$WS/sub" || fail "cd"
+	w -- pwd
+	assert_eq "$LINE" "$(pwd -P)" "working directory inherited"
+}
+
+tcase "no capabilities, no_new_privs, seccomp filter mode" t_caps
+tcase "the caller's uid and gid inside and on created files" t_identity
+tcase "user, mount, pid, ipc, uts, net namespaces of its own" t_namespaces
+tcase "the command leads a new session; its parent is PID 1" t_session
+tcase "PID 1 is ward's init: only sandbox processes, reaps orphans" t_pid1_init
+tcase "nothing is left running after the command (setsid, nohup, double fork)" t_nothing_left
+tcase "nothing is left running after ward is SIGKILLed" t_ward_killed
+tcase "signals are forwarded; 128+N on death by signal" t_signal_forwarding
+tcase "--timeout kills everything and exits 124" t_timeout
+tcase "stdin, stdout and stderr pass straight through" t_stdio
+tcase "environment and working directory" t_env
+finish
