@@ -156,6 +156,44 @@ static int open_pty(struct ward__spawn_opts *o, int sock, struct ward_error *err
 	return 0;
 }
 
+static int cmp_int(const void *a, const void *b)
+{
+	return *(const int *)a - *(const int *)b;
+}
+
+/*
+ * The child never execs (it becomes init), so close-on-exec does not help
+ * here: every fd of the caller it inherited would stay open for the whole run
+ * (the write end of the command's stdin pipe among them, and the command would
+ * never see EOF). Close everything above 2 but what the sandbox needs.
+ */
+static void close_inherited_fds(const struct ward__spawn_opts *o, int report_fd, int pty_sock)
+{
+	int keep[WARD_MAX_KEEP_FDS + 8];
+	size_t n = 0;
+	unsigned lo = 3;
+
+	keep[n++] = report_fd;
+	if (pty_sock >= 0)
+		keep[n++] = pty_sock;
+	if (o->tty_fd >= 0)
+		keep[n++] = o->tty_fd;
+	for (int i = 0; i < 3; i++)
+		if (o->stdio[i] >= 0)
+			keep[n++] = o->stdio[i];
+	for (size_t i = 0; i < o->n_keep_fds && n < ELEMENTSOF(keep); i++)
+		keep[n++] = o->keep_fds[i];
+	qsort(keep, n, sizeof(int), cmp_int);
+	for (size_t i = 0; i < n; i++) {
+		if (keep[i] < (int)lo)
+			continue;
+		if ((unsigned)keep[i] > lo)
+			syscall(SYS_close_range, lo, (unsigned)keep[i] - 1, 0);
+		lo = (unsigned)keep[i] + 1;
+	}
+	syscall(SYS_close_range, lo, ~0U, 0);
+}
+
 _noreturn_ static void child_main(const struct ward__spawn_opts *opts, int report_fd, int life_fd,
 				  int pty_sock, const struct ward__seccomp_prog *prog, bool isolated, uid_t uid,
 				  gid_t gid, int landlock_abi)
@@ -176,6 +214,7 @@ _noreturn_ static void child_main(const struct ward__spawn_opts *opts, int repor
 	if (poll(&pfd, 1, 0) > 0 && (pfd.revents & (POLLHUP | POLLIN)))
 		_exit(125);
 	close(life_fd);
+	close_inherited_fds(o, report_fd, pty_sock);
 
 	if (isolated) {
 		r = write_id_maps(uid, gid, &e);
