@@ -57,12 +57,16 @@ static bool self_has_seccomp_filter(void)
 	return false;
 }
 
-/* The probe child: a user and mount namespace, our own id maps, one mount. */
-static int probe_child(void)
+/*
+ * The probe child: a user and mount namespace, our own id maps, one mount.
+ * uid is the caller's, taken before the clone: inside the new namespace,
+ * before the maps are written, geteuid() answers the overflow uid.
+ */
+static int probe_child(uid_t uid)
 {
 	char line[64];
 
-	snprintf(line, sizeof(line), "%u %u 1\n", (unsigned)geteuid(), (unsigned)geteuid());
+	snprintf(line, sizeof(line), "%u %u 1\n", (unsigned)uid, (unsigned)uid);
 	if (ward__write_file("/proc/self/setgroups", "deny") < 0 && errno != ENOENT)
 		_exit(10);
 	if (ward__write_file("/proc/self/uid_map", line) < 0)
@@ -93,6 +97,7 @@ static void why_userns(struct ward__features *f, const char *how)
 static void probe_userns(struct ward__features *f)
 {
 	int status = 0;
+	uid_t uid = geteuid();
 	long pid = syscall(SYS_clone, CLONE_NEWUSER | CLONE_NEWNS | SIGCHLD, NULL, NULL, NULL, 0);
 
 	if (pid < 0) {
@@ -101,7 +106,7 @@ static void probe_userns(struct ward__features *f)
 		return;
 	}
 	if (pid == 0)
-		probe_child();
+		probe_child(uid);
 	while (waitpid((pid_t)pid, &status, 0) < 0 && errno == EINTR)
 		;
 	if (WIFEXITED(status) && WEXITSTATUS(status) == 0) {

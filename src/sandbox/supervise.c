@@ -1146,6 +1146,16 @@ static bool denied_read(const struct ward__supervisor *s, struct priv *pv, const
 	return !(exact_ok && strcmp(d->path, lex) == 0);
 }
 
+/* A protected path bound over itself (read-only or pinned): a mount point of ours. */
+static bool protected_mount(const struct ward_policy *p, const char *path)
+{
+	for (size_t i = 0; i < p->n_protected; i++)
+		if (p->protected[i].kind != WARD_PROTECT_MISSING &&
+		    strcmp(p->protected[i].path, path) == 0)
+			return true;
+	return false;
+}
+
 /*
  * Predicts the sandbox's refusal of a write to path: the errno the command
  * gets, or 0 when the sandbox does not stand in the way. ro: the relevant
@@ -1153,26 +1163,28 @@ static bool denied_read(const struct ward__supervisor *s, struct priv *pv, const
  * (ABI >= 1) governs this operation.
  *
  * /dev and /proc are ward's own (a tmpfs, a fresh procfs) and writable as
- * far as the sandbox is concerned; their failures are never reported.
+ * far as the sandbox is concerned; their failures are never reported. A
+ * protected path that does not exist yet is not refused by the kernel (the
+ * guard in spawn.c handles its creation), so it is not predicted here.
  */
 static int predict_write(const struct ward__supervisor *s, const struct priv *pv, const char *path,
 			 bool ro, bool busy, bool landlock)
 {
 	const struct ward__protected *prot;
-	bool writable;
+	bool outside;
 
 	if (ward__path_under(path, "/dev") || ward__path_under(path, "/proc"))
 		return 0;
-	writable = ward__policy_path_writable(s->policy, path);
 	prot = ward__policy_protected_for(s->policy, path);
-	/* A protected path is a mount point: renaming or removing it fails with EBUSY. */
+	outside = !prot && !ward__policy_path_writable(s->policy, path);
 	/* Our mount view is read-only outside the roots and on protected paths (checked first). */
 	if (ro)
-		return !writable || (prot && prot->kind == WARD_PROTECT_READONLY) ? EROFS : 0;
+		return outside || (prot && prot->kind == WARD_PROTECT_READONLY) ? EROFS : 0;
+	/* A protected path is a mount point: renaming or removing it fails with EBUSY. */
 	if (busy)
-		return prot ? EBUSY : 0;
+		return protected_mount(s->policy, path) ? EBUSY : 0;
 	/* Without a mount namespace, Landlock refuses writes outside the roots. */
-	if (landlock && pv->landlock_abi > 0 && !writable)
+	if (landlock && pv->landlock_abi > 0 && outside)
 		return EACCES;
 	return 0;
 }
