@@ -575,6 +575,14 @@ static void handle_message(struct ward__sandbox *sb, const struct ward__msg_hdr 
 	case WARD_MSG_READY:
 		sb->ready = true;
 		break;
+	case WARD_MSG_DENIALS_DROPPED:
+		if (h->len == sizeof(struct ward__msg_dropped)) {
+			struct ward__msg_dropped m;
+
+			memcpy(&m, payload, sizeof(m));
+			sb->denials_dropped += m.count;
+		}
+		break;
 	case WARD_MSG_DENIAL:
 		if (h->len == sizeof(struct ward__msg_denial)) {
 			struct ward__msg_denial d;
