@@ -47,7 +47,10 @@ t_warning_and_runs() {
 	expect_ok
 	expect_warning
 	# It really ran without namespaces (the wrapper works), so the rest means something.
-	assert_match "$LINE" " user=$(readlink /proc/self/ns/user)( |$)" "user namespace"
+	# The host's own user namespace (brackets escaped: the name is matched literally).
+	local hostns
+	hostns=$(readlink /proc/self/ns/user | sed 's/[][]/\\&/g')
+	assert_match "$LINE" " user=$hostns( |\$)" "user namespace"
 	hw -- write "$WS/f" yes
 	expect_ok
 	assert_content "$WS/f" yes
@@ -93,8 +96,12 @@ t_process_hardening() {
 	need_wrapper
 	hw -- caps
 	expect_ok
-	local k
-	for k in CapEff CapPrm CapBnd CapAmb; do
+	local k caps="CapInh CapEff CapPrm CapAmb"
+	# Emptying the bounding set needs CAP_SETPCAP, which only root has here; for
+	# anyone else it is moot: no capability is held, and no_new_privs stops
+	# setuid and file capabilities from granting any.
+	[ "$(id -u)" = 0 ] && caps="$caps CapBnd"
+	for k in $caps; do
 		assert_match "$LINE" " $k=0000000000000000( |$)" "$k"
 	done
 	assert_match "$LINE" " NoNewPrivs=1( |$)" "NoNewPrivs"

@@ -67,10 +67,11 @@ t_system_write() {
 	wp -- write "$HOME/$name"
 	expect_denied write
 	assert_absent "$HOME/$name"
-	# The probe's own binary and build directory are outside the roots too.
-	wp -- append "$PROBE" x
+	# The probe's own binary and build directory are outside the roots too
+	# (unless the tree lives under /tmp or $TMPDIR, which are roots: exclude them).
+	wp --exclude-slash-tmp --exclude-tmpdir-env-var -- append "$PROBE" x
 	expect_denied append
-	wp -- write "$(dirname "$PROBE")/$name"
+	wp --exclude-slash-tmp --exclude-tmpdir-env-var -- write "$(dirname "$PROBE")/$name"
 	expect_denied write
 	assert_absent "$(dirname "$PROBE")/$name"
 }

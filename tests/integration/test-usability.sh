@@ -62,7 +62,7 @@ t_tty() {
 }
 
 t_winch() {
-	in_tty "stty rows 30 cols 90; '$WARD' run -- sh -c 'trap \"stty size\" WINCH; stty size; : > \"\$0\"; sleep 3 & wait; sleep 0.2' '$WS/ready' & for i in \$(seq 100); do [ -e '$WS/ready' ] && break; sleep 0.05; done; stty rows 40 cols 120; wait"
+	in_tty "stty rows 30 cols 90; '$WARD' run -- sh -c 'trap \"stty size </dev/tty\" WINCH; stty size </dev/tty; : > \"\$0\"; sleep 3 & wait; sleep 0.2' '$WS/ready' & for i in \$(seq 100); do [ -e '$WS/ready' ] && break; sleep 0.05; done; stty rows 40 cols 120; wait"
 	assert_stdout_has "30 90"
 	assert_stdout_has "40 120"
 }
