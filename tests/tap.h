@@ -43,21 +43,22 @@ static inline void tap_register(const char *name, tap_fn fn, unsigned timeout_s)
 		fprintf(stderr, "tap: too many tests\n");
 		abort();
 	}
-	tap_tests[tap_n_tests++] = (struct tap_test){ name, fn, timeout_s };
+	tap_tests[tap_n_tests++] = (struct tap_test){name, fn, timeout_s};
 }
 
-#define TEST_TIMEOUT(name, secs)                                                                   \
-	static void test_##name(void);                                                             \
-	__attribute__((constructor)) static void register_##name(void)                             \
-	{                                                                                          \
-		tap_register(#name, test_##name, secs);                                            \
-	}                                                                                          \
+#define TEST_TIMEOUT(name, secs)                                       \
+	static void test_##name(void);                                 \
+	__attribute__((constructor)) static void register_##name(void) \
+	{                                                              \
+		tap_register(#name, test_##name, secs);                \
+	}                                                              \
 	static void test_##name(void)
 
 #define TEST(name) TEST_TIMEOUT(name, 30)
 
-__attribute__((format(printf, 3, 4), noreturn)) static inline void tap_fail(const char *file, int line,
-									     const char *fmt, ...)
+__attribute__((format(printf, 3, 4), noreturn)) static inline void tap_fail(const char *file,
+									    int line,
+									    const char *fmt, ...)
 {
 	va_list ap;
 
@@ -70,78 +71,78 @@ __attribute__((format(printf, 3, 4), noreturn)) static inline void tap_fail(cons
 	_exit(1);
 }
 
-#define SKIP(...)                                                                                  \
-	do {                                                                                       \
-		printf("# skip: ");                                                                \
-		printf(__VA_ARGS__);                                                               \
-		printf("\n");                                                                      \
-		fflush(stdout);                                                                    \
-		_exit(TAP_EXIT_SKIP);                                                              \
+#define SKIP(...)                     \
+	do {                          \
+		printf("# skip: ");   \
+		printf(__VA_ARGS__);  \
+		printf("\n");         \
+		fflush(stdout);       \
+		_exit(TAP_EXIT_SKIP); \
 	} while (0)
 
-#define ASSERT_TRUE(x)                                                                             \
-	do {                                                                                       \
-		if (!(x))                                                                          \
-			tap_fail(__FILE__, __LINE__, "expected true: %s", #x);                     \
+#define ASSERT_TRUE(x)                                                         \
+	do {                                                                   \
+		if (!(x))                                                      \
+			tap_fail(__FILE__, __LINE__, "expected true: %s", #x); \
 	} while (0)
 
-#define ASSERT_FALSE(x)                                                                            \
-	do {                                                                                       \
-		if (x)                                                                             \
-			tap_fail(__FILE__, __LINE__, "expected false: %s", #x);                    \
+#define ASSERT_FALSE(x)                                                         \
+	do {                                                                    \
+		if (x)                                                          \
+			tap_fail(__FILE__, __LINE__, "expected false: %s", #x); \
 	} while (0)
 
-#define ASSERT_EQ(a, b)                                                                            \
-	do {                                                                                       \
-		intmax_t _a = (intmax_t)(a), _b = (intmax_t)(b);                                   \
-		if (_a != _b)                                                                      \
-			tap_fail(__FILE__, __LINE__, "%s == %s: %jd != %jd", #a, #b, _a, _b);      \
+#define ASSERT_EQ(a, b)                                                                       \
+	do {                                                                                  \
+		intmax_t _a = (intmax_t)(a), _b = (intmax_t)(b);                              \
+		if (_a != _b)                                                                 \
+			tap_fail(__FILE__, __LINE__, "%s == %s: %jd != %jd", #a, #b, _a, _b); \
 	} while (0)
 
-#define ASSERT_NE(a, b)                                                                            \
-	do {                                                                                       \
-		intmax_t _a = (intmax_t)(a), _b = (intmax_t)(b);                                   \
-		if (_a == _b)                                                                      \
-			tap_fail(__FILE__, __LINE__, "%s != %s: both %jd", #a, #b, _a);            \
+#define ASSERT_NE(a, b)                                                                 \
+	do {                                                                            \
+		intmax_t _a = (intmax_t)(a), _b = (intmax_t)(b);                        \
+		if (_a == _b)                                                           \
+			tap_fail(__FILE__, __LINE__, "%s != %s: both %jd", #a, #b, _a); \
 	} while (0)
 
-#define ASSERT_GE(a, b)                                                                            \
-	do {                                                                                       \
-		intmax_t _a = (intmax_t)(a), _b = (intmax_t)(b);                                   \
-		if (!(_a >= _b))                                                                   \
-			tap_fail(__FILE__, __LINE__, "%s >= %s: %jd < %jd", #a, #b, _a, _b);       \
+#define ASSERT_GE(a, b)                                                                      \
+	do {                                                                                 \
+		intmax_t _a = (intmax_t)(a), _b = (intmax_t)(b);                             \
+		if (!(_a >= _b))                                                             \
+			tap_fail(__FILE__, __LINE__, "%s >= %s: %jd < %jd", #a, #b, _a, _b); \
 	} while (0)
 
-#define ASSERT_LE(a, b)                                                                            \
-	do {                                                                                       \
-		intmax_t _a = (intmax_t)(a), _b = (intmax_t)(b);                                   \
-		if (!(_a <= _b))                                                                   \
-			tap_fail(__FILE__, __LINE__, "%s <= %s: %jd > %jd", #a, #b, _a, _b);       \
+#define ASSERT_LE(a, b)                                                                      \
+	do {                                                                                 \
+		intmax_t _a = (intmax_t)(a), _b = (intmax_t)(b);                             \
+		if (!(_a <= _b))                                                             \
+			tap_fail(__FILE__, __LINE__, "%s <= %s: %jd > %jd", #a, #b, _a, _b); \
 	} while (0)
 
-#define ASSERT_STREQ(a, b)                                                                         \
-	do {                                                                                       \
-		const char *_a = (a), *_b = (b);                                                   \
-		if (!_a || !_b || strcmp(_a, _b) != 0)                                             \
-			tap_fail(__FILE__, __LINE__, "%s == %s: \"%s\" != \"%s\"", #a, #b,          \
-				 _a ? _a : "(null)", _b ? _b : "(null)");                          \
+#define ASSERT_STREQ(a, b)                                                                 \
+	do {                                                                               \
+		const char *_a = (a), *_b = (b);                                           \
+		if (!_a || !_b || strcmp(_a, _b) != 0)                                     \
+			tap_fail(__FILE__, __LINE__, "%s == %s: \"%s\" != \"%s\"", #a, #b, \
+				 _a ? _a : "(null)", _b ? _b : "(null)");                  \
 	} while (0)
 
-#define ASSERT_CONTAINS(hay, needle)                                                               \
-	do {                                                                                       \
-		const char *_h = (hay), *_n = (needle);                                            \
-		if (!_h || !strstr(_h, _n))                                                        \
-			tap_fail(__FILE__, __LINE__, "%s contains \"%s\": got \"%s\"", #hay, _n,    \
-				 _h ? _h : "(null)");                                              \
+#define ASSERT_CONTAINS(hay, needle)                                                             \
+	do {                                                                                     \
+		const char *_h = (hay), *_n = (needle);                                          \
+		if (!_h || !strstr(_h, _n))                                                      \
+			tap_fail(__FILE__, __LINE__, "%s contains \"%s\": got \"%s\"", #hay, _n, \
+				 _h ? _h : "(null)");                                            \
 	} while (0)
 
 /* Asserts a -errno style return is >= 0, printing the error otherwise. */
-#define ASSERT_OK(expr)                                                                            \
-	do {                                                                                       \
-		intmax_t _r = (intmax_t)(expr);                                                    \
-		if (_r < 0)                                                                        \
-			tap_fail(__FILE__, __LINE__, "%s failed: %jd (%s)", #expr, _r,             \
-				 strerror((int)-_r));                                              \
+#define ASSERT_OK(expr)                                                                \
+	do {                                                                           \
+		intmax_t _r = (intmax_t)(expr);                                        \
+		if (_r < 0)                                                            \
+			tap_fail(__FILE__, __LINE__, "%s failed: %jd (%s)", #expr, _r, \
+				 strerror((int)-_r));                                  \
 	} while (0)
 
 static inline int tap_main(void)
@@ -183,14 +184,15 @@ static inline int tap_main(void)
 			printf("ok %u - %s\n", i + 1, t->name);
 		} else if (WIFEXITED(status) && WEXITSTATUS(status) == TAP_EXIT_SKIP) {
 			if (must_work) {
-				printf("not ok %u - %s # skipped, but WARD_MUST_WORK=1\n", i + 1, t->name);
+				printf("not ok %u - %s # skipped, but WARD_MUST_WORK=1\n", i + 1,
+				       t->name);
 				failed++;
 			} else {
 				printf("ok %u - %s # SKIP\n", i + 1, t->name);
 			}
 		} else if (WIFSIGNALED(status)) {
-			printf("not ok %u - %s # killed by signal %d%s\n", i + 1, t->name, WTERMSIG(status),
-			       WTERMSIG(status) == SIGALRM ? " (timeout)" : "");
+			printf("not ok %u - %s # killed by signal %d%s\n", i + 1, t->name,
+			       WTERMSIG(status), WTERMSIG(status) == SIGALRM ? " (timeout)" : "");
 			failed++;
 		} else {
 			printf("not ok %u - %s\n", i + 1, t->name);

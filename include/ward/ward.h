@@ -139,19 +139,24 @@ WARD_PUBLIC int ward_run_options_set_timeout_ms(struct ward_run_options *opts, u
 /* Caps for stdout, stderr and the aggregated output, each. Default 1 MiB. Minimum 64. */
 WARD_PUBLIC int ward_run_options_set_max_output(struct ward_run_options *opts, size_t bytes);
 /* Bytes fed to stdin (copied; at most 64 MiB). Without it stdin is /dev/null. */
-WARD_PUBLIC int ward_run_options_set_stdin(struct ward_run_options *opts, const void *data, size_t len);
+WARD_PUBLIC int ward_run_options_set_stdin(struct ward_run_options *opts, const void *data,
+					   size_t len);
 /* The command reads fd directly as its stdin (ward duplicates it for the command and
  * never closes or reads the caller's fd; -1 goes back to /dev/null). Replaces set_stdin
  * bytes, and set_stdin replaces it. */
 WARD_PUBLIC int ward_run_options_set_stdin_fd(struct ward_run_options *opts, int fd);
 /* Environment policy. */
-WARD_PUBLIC int ward_run_options_set_env_inherit(struct ward_run_options *opts, enum ward_env_inherit inherit);
-WARD_PUBLIC int ward_run_options_env_set(struct ward_run_options *opts, const char *name, const char *value);
+WARD_PUBLIC int ward_run_options_set_env_inherit(struct ward_run_options *opts,
+						 enum ward_env_inherit inherit);
+WARD_PUBLIC int ward_run_options_env_set(struct ward_run_options *opts, const char *name,
+					 const char *value);
 /* Glob patterns (fnmatch, case-insensitive) of variables to drop / to keep only. */
 WARD_PUBLIC int ward_run_options_env_exclude(struct ward_run_options *opts, const char *pattern);
-WARD_PUBLIC int ward_run_options_env_include_only(struct ward_run_options *opts, const char *pattern);
+WARD_PUBLIC int ward_run_options_env_include_only(struct ward_run_options *opts,
+						  const char *pattern);
 /* Drop the default excludes (*KEY*, *SECRET*, *TOKEN*) from the inherited set. Default: off. */
-WARD_PUBLIC int ward_run_options_set_env_default_excludes(struct ward_run_options *opts, bool enabled);
+WARD_PUBLIC int ward_run_options_set_env_default_excludes(struct ward_run_options *opts,
+							  bool enabled);
 
 enum ward_stream {
 	WARD_STREAM_STDOUT = 1,
@@ -160,9 +165,10 @@ enum ward_stream {
 
 /* Streaming callback: called in the order the bytes arrive. Return 0 to go on,
  * non-zero to cancel the run. */
-typedef int (*ward_output_fn)(void *userdata, enum ward_stream stream, const void *data, size_t len);
-WARD_PUBLIC int ward_run_options_set_output_callback(struct ward_run_options *opts, ward_output_fn fn,
-						     void *userdata);
+typedef int (*ward_output_fn)(void *userdata, enum ward_stream stream, const void *data,
+			      size_t len);
+WARD_PUBLIC int ward_run_options_set_output_callback(struct ward_run_options *opts,
+						     ward_output_fn fn, void *userdata);
 
 /* ward_result_to_json() adds "stdout_base64", "stderr_base64" and "output_base64" with the
  * exact bytes (the text fields replace invalid UTF-8 with U+FFFD). Default: off. */
@@ -199,7 +205,8 @@ WARD_PUBLIC uint64_t ward_result_duration_ms(const struct ward_result *result);
 /* Captured bytes (head and tail kept, a marker in between when bytes were
  * dropped). which: WARD_STREAM_STDOUT, WARD_STREAM_STDERR, or 0 for the
  * aggregated output. The pointer stays valid until ward_result_free(). */
-WARD_PUBLIC const void *ward_result_output(const struct ward_result *result, int which, size_t *ret_len);
+WARD_PUBLIC const void *ward_result_output(const struct ward_result *result, int which,
+					   size_t *ret_len);
 /* Bytes dropped from the middle of the same stream. */
 WARD_PUBLIC uint64_t ward_result_omitted(const struct ward_result *result, int which);
 /* Whether the sandbox refused anything during the run; -ENODATA when the host

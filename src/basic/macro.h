@@ -32,10 +32,10 @@ static inline int negative_errno(void)
 	return errno > 0 ? -errno : -EIO;
 }
 
-#define RET_NERRNO(expr)                                                                           \
-	({                                                                                         \
-		long _r = (long)(expr);                                                            \
-		_r < 0 ? negative_errno() : (int)_r;                                               \
+#define RET_NERRNO(expr)                             \
+	({                                           \
+		long _r = (long)(expr);              \
+		_r < 0 ? negative_errno() : (int)_r; \
 	})
 
 #include "basic/banned.h"

@@ -33,7 +33,7 @@ int cli_doctor(int argc, char **argv)
 	size_t n = 0;
 	bool json = false;
 	struct ward_policy *p = NULL;
-	struct ward_error err = { 0 };
+	struct ward_error err = {0};
 	char missing[1024] = "";
 
 	for (int i = 1; i < argc; i++) {
@@ -50,57 +50,71 @@ int cli_doctor(int argc, char **argv)
 	}
 	f = ward__features_get();
 
-	items[n] = (struct item){ "user namespaces", f->userns, "", NULL };
+	items[n] = (struct item){"user namespaces", f->userns, "", NULL};
 	if (f->userns)
-		snprintf(items[n].detail, sizeof(items[n].detail), "available (mount, pid, ipc, uts, network)");
+		snprintf(items[n].detail, sizeof(items[n].detail),
+			 "available (mount, pid, ipc, uts, network)");
 	else {
 		snprintf(items[n].detail, sizeof(items[n].detail), "refused: %s", f->userns_why);
-		items[n].hint = strstr(f->userns_why, "AppArmor") ?
-					"sysctl kernel.apparmor_restrict_unprivileged_userns=0, or an AppArmor profile for ward with 'userns,'" :
-				strstr(f->userns_why, "max_user_namespaces") ? "sysctl user.max_user_namespaces=15000" :
-				strstr(f->userns_why, "unprivileged_userns_clone") ? "sysctl kernel.unprivileged_userns_clone=1" :
-				strstr(f->userns_why, "seccomp") ?
-					"in Docker: --security-opt seccomp=<a profile allowing unshare and clone with CLONE_NEWUSER>" :
-					"check the kernel's CONFIG_USER_NS and the container runtime";
+		items[n].hint = strstr(f->userns_why, "AppArmor")
+			? "sysctl kernel.apparmor_restrict_unprivileged_userns=0, or an AppArmor profile for ward with 'userns,'"
+			: strstr(f->userns_why, "max_user_namespaces")
+			? "sysctl user.max_user_namespaces=15000"
+			: strstr(f->userns_why, "unprivileged_userns_clone")
+			? "sysctl kernel.unprivileged_userns_clone=1"
+			: strstr(f->userns_why, "seccomp")
+			? "in Docker: --security-opt seccomp=<a profile allowing unshare and clone with CLONE_NEWUSER>"
+			: "check the kernel's CONFIG_USER_NS and the container runtime";
 	}
 	n++;
-	items[n] = (struct item){ "landlock", f->landlock_abi >= 1, "", NULL };
+	items[n] = (struct item){"landlock", f->landlock_abi >= 1, "", NULL};
 	if (f->landlock_abi >= 1)
 		snprintf(items[n].detail, sizeof(items[n].detail), "ABI %d%s", f->landlock_abi,
-			 f->landlock_abi >= 6 ? " (signal and abstract unix socket scoping)" : " (no signal/abstract socket scoping: ABI < 6)");
+			 f->landlock_abi >= 6 ? " (signal and abstract unix socket scoping)"
+					      : " (no signal/abstract socket scoping: ABI < 6)");
 	else {
-		snprintf(items[n].detail, sizeof(items[n].detail), "unavailable: %s", strerror(f->landlock_errno));
-		items[n].hint = "boot with landlock in 'lsm=' (CONFIG_SECURITY_LANDLOCK=y), Linux 5.13 or newer";
+		snprintf(items[n].detail, sizeof(items[n].detail), "unavailable: %s",
+			 strerror(f->landlock_errno));
+		items[n].hint =
+			"boot with landlock in 'lsm=' (CONFIG_SECURITY_LANDLOCK=y), Linux 5.13 or newer";
 	}
 	n++;
-	items[n] = (struct item){ "seccomp", f->seccomp, "", NULL };
-	snprintf(items[n].detail, sizeof(items[n].detail), "%s", f->seccomp ? "filters available" : "unavailable");
+	items[n] = (struct item){"seccomp", f->seccomp, "", NULL};
+	snprintf(items[n].detail, sizeof(items[n].detail), "%s",
+		 f->seccomp ? "filters available" : "unavailable");
 	if (!f->seccomp)
 		items[n].hint = "a kernel with CONFIG_SECCOMP_FILTER";
 	n++;
-	items[n] = (struct item){ "seccomp user notification", f->seccomp_user_notif, "", NULL };
-	snprintf(items[n].detail, sizeof(items[n].detail), "%s",
-		 f->seccomp_user_notif ? "available: host unix sockets are supervised, denials are reported exactly" :
-					 "unavailable: host unix sockets cannot be told apart, denials are 'unavailable'");
+	items[n] = (struct item){"seccomp user notification", f->seccomp_user_notif, "", NULL};
+	snprintf(
+		items[n].detail, sizeof(items[n].detail), "%s",
+		f->seccomp_user_notif
+			? "available: host unix sockets are supervised, denials are reported exactly"
+			: "unavailable: host unix sockets cannot be told apart, denials are 'unavailable'");
 	if (!f->seccomp_user_notif)
 		items[n].hint = "Linux 5.9 or newer (SECCOMP_RET_USER_NOTIF and pidfd_getfd)";
 	n++;
-	items[n] = (struct item){ "mount API", f->mount_api, "", NULL };
-	snprintf(items[n].detail, sizeof(items[n].detail), "%s", f->mount_api ? "open_tree, move_mount, mount_setattr" : "missing");
+	items[n] = (struct item){"mount API", f->mount_api, "", NULL};
+	snprintf(items[n].detail, sizeof(items[n].detail), "%s",
+		 f->mount_api ? "open_tree, move_mount, mount_setattr" : "missing");
 	if (!f->mount_api)
 		items[n].hint = "Linux 5.12 or newer";
 	n++;
-	items[n] = (struct item){ "pidfd", f->pidfd, "", NULL };
-	snprintf(items[n].detail, sizeof(items[n].detail), "%s", f->pidfd ? "available" : "missing");
+	items[n] = (struct item){"pidfd", f->pidfd, "", NULL};
+	snprintf(items[n].detail, sizeof(items[n].detail), "%s",
+		 f->pidfd ? "available" : "missing");
 	if (!f->pidfd)
 		items[n].hint = "Linux 5.3 or newer";
 	n++;
-	items[n] = (struct item){ "cgroup v2 delegation", f->cgroup2_delegated, "", NULL };
+	items[n] = (struct item){"cgroup v2 delegation", f->cgroup2_delegated, "", NULL};
 	snprintf(items[n].detail, sizeof(items[n].detail), "%s%s%s",
-		 !f->cgroup2 ? "no cgroup v2 hierarchy" : f->cgroup2_delegated ? "delegated: " : "not delegated: ",
+		 !f->cgroup2			? "no cgroup v2 hierarchy"
+			 : f->cgroup2_delegated ? "delegated: "
+						: "not delegated: ",
 		 f->cgroup2 ? f->cgroup_path : "", "");
 	if (!f->cgroup2_delegated)
-		items[n].hint = "not needed by 'ward run' today; for resource limits run ward under 'systemd-run --user --scope -p Delegate=yes'";
+		items[n].hint =
+			"not needed by 'ward run' today; for resource limits run ward under 'systemd-run --user --scope -p Delegate=yes'";
 	n++;
 
 	if (ward_policy_new(&p) == 0 && ward_policy_resolve(p, &err) == 0 && !f->userns)
@@ -115,12 +129,18 @@ int cli_doctor(int argc, char **argv)
 
 			json_object_set_new(j, "ok", json_boolean(items[i].ok));
 			json_object_set_new(j, "detail", json_string(items[i].detail));
-			json_object_set_new(j, "hint", items[i].hint ? json_string(items[i].hint) : json_null());
+			json_object_set_new(j, "hint",
+					    items[i].hint ? json_string(items[i].hint)
+							  : json_null());
 			json_object_set_new(feat, items[i].name, j);
 		}
 		json_object_set_new(o, "features", feat);
 		json_object_set_new(o, "landlock_abi", json_integer(f->landlock_abi));
-		json_object_set_new(o, "isolation", json_string(f->userns ? "namespaces" : f->landlock_abi ? "landlock+seccomp fallback" : "none: ward run refuses to run"));
+		json_object_set_new(o, "isolation",
+				    json_string(f->userns ? "namespaces"
+							: f->landlock_abi
+							? "landlock+seccomp fallback"
+							: "none: ward run refuses to run"));
 		for (char *t = strtok_r(missing, ";", &save); t; t = strtok_r(NULL, ";", &save))
 			json_array_append_new(miss, json_string(t[0] == ' ' ? t + 1 : t));
 		json_object_set_new(o, "missing_guarantees", miss);
@@ -132,7 +152,8 @@ int cli_doctor(int argc, char **argv)
 	} else {
 		printf("ward %s on this host\n\nkernel features:\n", ward_version());
 		for (size_t i = 0; i < n; i++) {
-			printf("  %-3s %-26s %s\n", items[i].ok ? "ok" : "--", items[i].name, items[i].detail);
+			printf("  %-3s %-26s %s\n", items[i].ok ? "ok" : "--", items[i].name,
+			       items[i].detail);
 			if (items[i].hint)
 				printf("      hint: %s\n", items[i].hint);
 		}
@@ -142,7 +163,8 @@ int cli_doctor(int argc, char **argv)
 			       "  protected paths, deny-read masks, Landlock ABI %d, seccomp, no capabilities, own init\n",
 			       f->landlock_abi);
 		else if (f->landlock_abi >= 1)
-			printf("  the fallback: Landlock ABI %d and seccomp only, without: %s\n", f->landlock_abi, missing);
+			printf("  the fallback: Landlock ABI %d and seccomp only, without: %s\n",
+			       f->landlock_abi, missing);
 		else
 			printf("  nothing: without user namespaces and Landlock, 'ward run' refuses to run (exit 125)\n");
 	}

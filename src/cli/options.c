@@ -55,33 +55,33 @@ enum {
 };
 
 static const struct option run_options[] = {
-	{ "sandbox", required_argument, NULL, 's' },
-	{ "cd", required_argument, NULL, 'C' },
-	{ "writable", required_argument, NULL, 'w' },
-	{ "protect", required_argument, NULL, OPT_PROTECT },
-	{ "deny-read", required_argument, NULL, OPT_DENY_READ },
-	{ "network", required_argument, NULL, OPT_NETWORK },
-	{ "allow-unix-socket", required_argument, NULL, OPT_ALLOW_UNIX_SOCKET },
-	{ "policy", required_argument, NULL, OPT_POLICY },
-	{ "exclude-slash-tmp", no_argument, NULL, OPT_EXCLUDE_SLASH_TMP },
-	{ "exclude-tmpdir-env-var", no_argument, NULL, OPT_EXCLUDE_TMPDIR },
-	{ "require-isolation", no_argument, NULL, OPT_REQUIRE_ISOLATION },
-	{ "help", no_argument, NULL, 'h' },
-	{ "version", no_argument, NULL, OPT_VERSION },
+	{"sandbox", required_argument, NULL, 's'},
+	{"cd", required_argument, NULL, 'C'},
+	{"writable", required_argument, NULL, 'w'},
+	{"protect", required_argument, NULL, OPT_PROTECT},
+	{"deny-read", required_argument, NULL, OPT_DENY_READ},
+	{"network", required_argument, NULL, OPT_NETWORK},
+	{"allow-unix-socket", required_argument, NULL, OPT_ALLOW_UNIX_SOCKET},
+	{"policy", required_argument, NULL, OPT_POLICY},
+	{"exclude-slash-tmp", no_argument, NULL, OPT_EXCLUDE_SLASH_TMP},
+	{"exclude-tmpdir-env-var", no_argument, NULL, OPT_EXCLUDE_TMPDIR},
+	{"require-isolation", no_argument, NULL, OPT_REQUIRE_ISOLATION},
+	{"help", no_argument, NULL, 'h'},
+	{"version", no_argument, NULL, OPT_VERSION},
 	/* Run-only options from here on. */
-	{ "keep-fd", required_argument, NULL, OPT_KEEP_FD },
-	{ "timeout", required_argument, NULL, OPT_TIMEOUT },
-	{ "json", no_argument, NULL, OPT_JSON },
-	{ "json-base64", no_argument, NULL, OPT_JSON_BASE64 },
-	{ "max-output", required_argument, NULL, OPT_MAX_OUTPUT },
-	{ "stdin", required_argument, NULL, OPT_STDIN },
-	{ "env-inherit", required_argument, NULL, OPT_ENV_INHERIT },
-	{ "env-set", required_argument, NULL, OPT_ENV_SET },
-	{ "env-exclude", required_argument, NULL, OPT_ENV_EXCLUDE },
-	{ "env-unset", required_argument, NULL, OPT_ENV_EXCLUDE },
-	{ "env-include-only", required_argument, NULL, OPT_ENV_INCLUDE_ONLY },
-	{ "env-default-excludes", no_argument, NULL, OPT_ENV_DEFAULT_EXCLUDES },
-	{ 0 },
+	{"keep-fd", required_argument, NULL, OPT_KEEP_FD},
+	{"timeout", required_argument, NULL, OPT_TIMEOUT},
+	{"json", no_argument, NULL, OPT_JSON},
+	{"json-base64", no_argument, NULL, OPT_JSON_BASE64},
+	{"max-output", required_argument, NULL, OPT_MAX_OUTPUT},
+	{"stdin", required_argument, NULL, OPT_STDIN},
+	{"env-inherit", required_argument, NULL, OPT_ENV_INHERIT},
+	{"env-set", required_argument, NULL, OPT_ENV_SET},
+	{"env-exclude", required_argument, NULL, OPT_ENV_EXCLUDE},
+	{"env-unset", required_argument, NULL, OPT_ENV_EXCLUDE},
+	{"env-include-only", required_argument, NULL, OPT_ENV_INCLUDE_ONLY},
+	{"env-default-excludes", no_argument, NULL, OPT_ENV_DEFAULT_EXCLUDES},
+	{0},
 };
 
 static bool is_run_only(int c)
@@ -144,10 +144,10 @@ static int split_env_set(struct cli_run_args *a, const char *arg)
 int cli_parse_run_args(int argc, char **argv, bool allow_run_options, struct cli_run_args *a)
 {
 	const char *verb = allow_run_options ? "run" : "policy show";
-	struct ward_error err = { 0 };
+	struct ward_error err = {0};
 	int r, c;
 
-	*a = (struct cli_run_args){ 0 };
+	*a = (struct cli_run_args){0};
 	if (ward_policy_new(&a->policy) < 0 || ward_run_options_new(&a->opts) < 0) {
 		cli_errorf("out of memory");
 		return -1;
@@ -158,7 +158,8 @@ int cli_parse_run_args(int argc, char **argv, bool allow_run_options, struct cli
 	/* "+": stop at the first non-option, so the command's own options stay the command's. */
 	while ((c = getopt_long(argc, argv, "+:s:C:w:h", run_options, NULL)) != -1) {
 		if (!allow_run_options && is_run_only(c)) {
-			cli_errorf("%s: option '%s' only applies to 'ward run'", verb, argv[optind - 1]);
+			cli_errorf("%s: option '%s' only applies to 'ward run'", verb,
+				   argv[optind - 1]);
 			return -1;
 		}
 		switch (c) {
@@ -166,8 +167,9 @@ int cli_parse_run_args(int argc, char **argv, bool allow_run_options, struct cli
 			enum ward_sandbox_mode m;
 
 			if (ward_policy_mode_from_string(optarg, &m) < 0) {
-				cli_errorf("%s: --sandbox '%s': expected read-only, workspace-write or danger-full-access",
-					   verb, optarg);
+				cli_errorf(
+					"%s: --sandbox '%s': expected read-only, workspace-write or danger-full-access",
+					verb, optarg);
 				return -1;
 			}
 			ward_policy_set_mode(a->policy, m);
@@ -228,23 +230,29 @@ int cli_parse_run_args(int argc, char **argv, bool allow_run_options, struct cli
 			uint64_t fd;
 
 			if (ward__parse_u64(optarg, &fd) < 0 || fd > 65535) {
-				cli_errorf("run: --keep-fd '%s': expected a file descriptor number", optarg);
+				cli_errorf("run: --keep-fd '%s': expected a file descriptor number",
+					   optarg);
 				return -1;
 			}
 			if (fcntl((int)fd, F_GETFD) < 0) {
-				cli_errorf("run: --keep-fd %s: not an open file descriptor", optarg);
+				cli_errorf("run: --keep-fd %s: not an open file descriptor",
+					   optarg);
 				return -1;
 			}
 			if (a->n_keep_fds >= ELEMENTSOF(a->keep_fds)) {
-				cli_errorf("run: --keep-fd: at most %zu descriptors", ELEMENTSOF(a->keep_fds));
+				cli_errorf("run: --keep-fd: at most %zu descriptors",
+					   ELEMENTSOF(a->keep_fds));
 				return -1;
 			}
 			a->keep_fds[a->n_keep_fds++] = (int)fd;
 			break;
 		}
 		case OPT_TIMEOUT:
-			if (ward__parse_seconds_ms(optarg, &a->timeout_ms) < 0 || a->timeout_ms == 0) {
-				cli_errorf("run: --timeout '%s': expected a positive number of seconds", optarg);
+			if (ward__parse_seconds_ms(optarg, &a->timeout_ms) < 0 ||
+			    a->timeout_ms == 0) {
+				cli_errorf(
+					"run: --timeout '%s': expected a positive number of seconds",
+					optarg);
 				return -1;
 			}
 			a->have_timeout = true;
@@ -263,7 +271,9 @@ int cli_parse_run_args(int argc, char **argv, bool allow_run_options, struct cli
 
 			if (ward__parse_size(optarg, &n) < 0 || n > (1ULL << 30) ||
 			    ward_run_options_set_max_output(a->opts, (size_t)n) < 0) {
-				cli_errorf("run: --max-output '%s': expected a byte count from 64 to 1G", optarg);
+				cli_errorf(
+					"run: --max-output '%s': expected a byte count from 64 to 1G",
+					optarg);
 				return -1;
 			}
 			break;
@@ -286,7 +296,8 @@ int cli_parse_run_args(int argc, char **argv, bool allow_run_options, struct cli
 			else if (strcmp(optarg, "none") == 0)
 				in = WARD_ENV_INHERIT_NONE;
 			else {
-				cli_errorf("run: --env-inherit '%s': expected all, core or none", optarg);
+				cli_errorf("run: --env-inherit '%s': expected all, core or none",
+					   optarg);
 				return -1;
 			}
 			ward_run_options_set_env_inherit(a->opts, in);

@@ -19,12 +19,13 @@ static const char policy_help[] =
 int cli_policy(int argc, char **argv)
 {
 	struct cli_run_args a;
-	struct ward_error err = { 0 };
+	struct ward_error err = {0};
 	char *json = NULL;
 	int r;
 
-	if (argc < 2 || (strcmp(argv[1], "show") != 0 && strcmp(argv[1], "--help") != 0 &&
-			 strcmp(argv[1], "-h") != 0)) {
+	if (argc < 2 ||
+	    (strcmp(argv[1], "show") != 0 && strcmp(argv[1], "--help") != 0 &&
+	     strcmp(argv[1], "-h") != 0)) {
 		if (argc < 2)
 			cli_errorf("policy: missing subcommand");
 		else

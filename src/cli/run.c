@@ -74,7 +74,7 @@ struct tty_state {
 	struct termios saved;
 };
 
-static struct tty_state tty = { .term_in = -1, .term_out = -1, .master = -1 };
+static struct tty_state tty = {.term_in = -1, .term_out = -1, .master = -1};
 
 static void tty_restore(void)
 {
@@ -116,7 +116,9 @@ static void tty_prepare(struct ward__spawn_opts *so)
 		so->have_termios = true;
 	ioctl(ref, TIOCGWINSZ, &so->winsize);
 	tty.term_in = isatty(STDIN_FILENO) && so->pty_stdio[0] ? STDIN_FILENO : -1;
-	tty.term_out = isatty(STDOUT_FILENO) ? STDOUT_FILENO : isatty(STDERR_FILENO) ? STDERR_FILENO : -1;
+	tty.term_out = isatty(STDOUT_FILENO) ? STDOUT_FILENO
+		: isatty(STDERR_FILENO)	     ? STDERR_FILENO
+					     : -1;
 	if (tty.term_in >= 0 && tcgetattr(tty.term_in, &tty.saved) == 0) {
 		t = tty.saved;
 		cfmakeraw(&t);
@@ -149,14 +151,15 @@ static void print_fallback_warning(const struct ward__sandbox *sb)
 
 	fprintf(stderr,
 		"ward: warning: user namespaces are unavailable (%s); running with Landlock (ABI %d) and seccomp only, without: %s\n",
-		f->userns_why[0] ? f->userns_why : "refused by this host", sb->landlock_abi, sb->fallback_missing);
+		f->userns_why[0] ? f->userns_why : "refused by this host", sb->landlock_abi,
+		sb->fallback_missing);
 }
 
 static int run_plain(struct cli_run_args *a)
 {
-	struct ward__spawn_opts so = { .policy = a->policy, .argv = a->argv, .tty_fd = -1 };
+	struct ward__spawn_opts so = {.policy = a->policy, .argv = a->argv, .tty_fd = -1};
 	struct ward__sandbox sb;
-	struct ward_error err = { 0 };
+	struct ward_error err = {0};
 	_cleanup_strv_free_ char **envp = NULL;
 	_cleanup_close_ int sfd = -1, tfd = -1, stdin_fd = -1;
 	bool timed_out = false, stdin_open, master_open;
@@ -226,8 +229,9 @@ static int run_plain(struct cli_run_args *a)
 		print_fallback_warning(&sb);
 
 	if (a->have_timeout) {
-		struct itimerspec its = { .it_value = { .tv_sec = (time_t)(a->timeout_ms / 1000),
-							.tv_nsec = (long)(a->timeout_ms % 1000) * 1000000L } };
+		struct itimerspec its = {
+			.it_value = {.tv_sec = (time_t)(a->timeout_ms / 1000),
+				     .tv_nsec = (long)(a->timeout_ms % 1000) * 1000000L}};
 
 		tfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
 		if (tfd < 0 || timerfd_settime(tfd, 0, &its, NULL) < 0) {
@@ -242,13 +246,13 @@ static int run_plain(struct cli_run_args *a)
 	master_open = tty.active;
 	for (;;) {
 		struct pollfd p[7] = {
-			{ .fd = sb.pidfd, .events = POLLIN },
-			{ .fd = sfd, .events = POLLIN },
-			{ .fd = sb.report_fd, .events = POLLIN },
-			{ .fd = sb.guard_fd, .events = POLLIN },
-			{ .fd = tfd, .events = POLLIN },
-			{ .fd = master_open ? tty.master : -1, .events = POLLIN },
-			{ .fd = stdin_open ? tty.term_in : -1, .events = POLLIN },
+			{.fd = sb.pidfd, .events = POLLIN},
+			{.fd = sfd, .events = POLLIN},
+			{.fd = sb.report_fd, .events = POLLIN},
+			{.fd = sb.guard_fd, .events = POLLIN},
+			{.fd = tfd, .events = POLLIN},
+			{.fd = master_open ? tty.master : -1, .events = POLLIN},
+			{.fd = stdin_open ? tty.term_in : -1, .events = POLLIN},
 		};
 
 		if (poll(p, ELEMENTSOF(p), -1) < 0) {
@@ -284,7 +288,7 @@ static int run_plain(struct cli_run_args *a)
 	}
 	/* Everything inside is dead now; flush what the pty still holds. */
 	while (master_open && relay(tty.master, tty.term_out)) {
-		struct pollfd pf = { .fd = tty.master, .events = POLLIN };
+		struct pollfd pf = {.fd = tty.master, .events = POLLIN};
 
 		if (poll(&pf, 1, 0) <= 0)
 			break;
@@ -300,8 +304,9 @@ static int run_plain(struct cli_run_args *a)
 	if (sb.guard_tripped)
 		for (size_t i = 0; i < sb.n_denials; i++)
 			if (strcmp(sb.denials[i].access, "create") == 0)
-				cli_errorf("run: the command created protected path '%s'; the sandbox was stopped and it was removed",
-					   sb.denials[i].target);
+				cli_errorf(
+					"run: the command created protected path '%s'; the sandbox was stopped and it was removed",
+					sb.denials[i].target);
 	if (timed_out)
 		code = WARD_EXIT_TIMEOUT;
 	ward__sandbox_release(&sb);

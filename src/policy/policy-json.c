@@ -33,14 +33,16 @@ static void parsed_release(struct parsed *x)
 	ward__strv_release(&x->sockets);
 }
 
-#define FAIL(field, ...)                                                                           \
-	do {                                                                                       \
-		char _m[384];                                                                      \
-		snprintf(_m, sizeof(_m), __VA_ARGS__);                                             \
-		return ward__error(err, -EINVAL, "policy", "policy '%s': field \"%s\": %s", origin, field, _m); \
+#define FAIL(field, ...)                                                                    \
+	do {                                                                                \
+		char _m[384];                                                               \
+		snprintf(_m, sizeof(_m), __VA_ARGS__);                                      \
+		return ward__error(err, -EINVAL, "policy", "policy '%s': field \"%s\": %s", \
+				   origin, field, _m);                                      \
 	} while (0)
 
-static int get_bool(json_t *v, const char *field, bool *ret, const char *origin, struct ward_error *err)
+static int get_bool(json_t *v, const char *field, bool *ret, const char *origin,
+		    struct ward_error *err)
 {
 	if (!json_is_boolean(v))
 		FAIL(field, "expected true or false");
@@ -49,7 +51,8 @@ static int get_bool(json_t *v, const char *field, bool *ret, const char *origin,
 }
 
 /* label is the field as shown in messages: "cwd" or "writable"[2]. */
-static int check_path(const char *s, size_t len, const char *label, const char *origin, struct ward_error *err)
+static int check_path(const char *s, size_t len, const char *label, const char *origin,
+		      struct ward_error *err)
 {
 	const char *why = NULL;
 
@@ -60,9 +63,11 @@ static int check_path(const char *s, size_t len, const char *label, const char *
 	else if (len >= PATH_MAX)
 		why = "path is too long";
 	if (why)
-		return ward__error(err, -EINVAL, "policy", "policy '%s': field %s: %s", origin, label, why);
+		return ward__error(err, -EINVAL, "policy", "policy '%s': field %s: %s", origin,
+				   label, why);
 	if (s[0] != '/')
-		return ward__error(err, -EINVAL, "policy", "policy '%s': field %s: path must be absolute: \"%.200s\"",
+		return ward__error(err, -EINVAL, "policy",
+				   "policy '%s': field %s: path must be absolute: \"%.200s\"",
 				   origin, label, s);
 	return 0;
 }
@@ -78,19 +83,22 @@ static int get_paths(json_t *v, const char *field, struct ward__strv *out, const
 		FAIL(field, "expected an array of absolute paths");
 	if (json_array_size(v) > WARD_POLICY_MAX_PATHS)
 		FAIL(field, "more than %d paths", WARD_POLICY_MAX_PATHS);
-	json_array_foreach(v, i, e) {
+	json_array_foreach(v, i, e)
+	{
 		char label[96];
 
 		snprintf(label, sizeof(label), "\"%s\"[%zu]", field, i);
 		if (!json_is_string(e))
-			return ward__error(err, -EINVAL, "policy", "policy '%s': field %s: expected a string", origin,
+			return ward__error(err, -EINVAL, "policy",
+					   "policy '%s': field %s: expected a string", origin,
 					   label);
 		r = check_path(json_string_value(e), json_string_length(e), label, origin, err);
 		if (r < 0)
 			return r;
 		r = ward__strv_push(out, json_string_value(e));
 		if (r < 0)
-			return ward__error(err, r, "policy", "policy '%s': field \"%s\": %m", origin, field);
+			return ward__error(err, r, "policy", "policy '%s': field \"%s\": %m",
+					   origin, field);
 	}
 	return 0;
 }
@@ -101,18 +109,22 @@ static int parse_own(json_t *root, struct parsed *x, const char *origin, struct 
 	json_t *v;
 	int r = 0;
 
-	json_object_foreach(root, key, v) {
+	json_object_foreach(root, key, v)
+	{
 		if (strcmp(key, "version") == 0) {
 			if (!json_is_integer(v) || json_integer_value(v) != 1)
 				FAIL(key, "expected 1");
 		} else if (strcmp(key, "mode") == 0) {
-			if (!json_is_string(v) || ward_policy_mode_from_string(json_string_value(v), &x->mode) < 0)
-				FAIL(key, "expected \"read-only\", \"workspace-write\" or \"danger-full-access\"");
+			if (!json_is_string(v) ||
+			    ward_policy_mode_from_string(json_string_value(v), &x->mode) < 0)
+				FAIL(key,
+				     "expected \"read-only\", \"workspace-write\" or \"danger-full-access\"");
 			x->has_mode = true;
 		} else if (strcmp(key, "cwd") == 0) {
 			if (!json_is_string(v))
 				FAIL(key, "expected an absolute path");
-			r = check_path(json_string_value(v), json_string_length(v), "\"cwd\"", origin, err);
+			r = check_path(json_string_value(v), json_string_length(v), "\"cwd\"",
+				       origin, err);
 			if (r < 0)
 				return r;
 			x->cwd = strdup(json_string_value(v));
@@ -173,24 +185,31 @@ static int parse_codex(json_t *root, struct parsed *x, const char *origin, struc
 	else if (strcmp(t, "danger-full-access") == 0)
 		x->mode = WARD_MODE_DANGER_FULL_ACCESS;
 	else if (strcmp(t, "external-sandbox") == 0)
-		FAIL("type", "\"external-sandbox\" means no sandbox from ward; use \"danger-full-access\" explicitly");
+		FAIL("type",
+		     "\"external-sandbox\" means no sandbox from ward; use \"danger-full-access\" explicitly");
 	else
-		FAIL("type", "expected \"read-only\", \"workspace-write\" or \"danger-full-access\", got \"%.64s\"", t);
+		FAIL("type",
+		     "expected \"read-only\", \"workspace-write\" or \"danger-full-access\", got \"%.64s\"",
+		     t);
 	x->has_mode = true;
 	/* Codex's legacy policy has the network off unless network_access says otherwise. */
 	x->has_network = true;
 
-	json_object_foreach(root, key, v) {
+	json_object_foreach(root, key, v)
+	{
 		if (strcmp(key, "type") == 0)
 			continue;
 		if (strcmp(key, "network_access") == 0 && x->mode != WARD_MODE_DANGER_FULL_ACCESS) {
 			r = get_bool(v, key, &x->network, origin, err);
-		} else if (x->mode == WARD_MODE_WORKSPACE_WRITE && strcmp(key, "writable_roots") == 0) {
+		} else if (x->mode == WARD_MODE_WORKSPACE_WRITE &&
+			   strcmp(key, "writable_roots") == 0) {
 			r = get_paths(v, key, &x->writable, origin, err);
-		} else if (x->mode == WARD_MODE_WORKSPACE_WRITE && strcmp(key, "exclude_tmpdir_env_var") == 0) {
+		} else if (x->mode == WARD_MODE_WORKSPACE_WRITE &&
+			   strcmp(key, "exclude_tmpdir_env_var") == 0) {
 			r = get_bool(v, key, &x->exclude_tmpdir_env_var, origin, err);
 			x->has_tmpdir = true;
-		} else if (x->mode == WARD_MODE_WORKSPACE_WRITE && strcmp(key, "exclude_slash_tmp") == 0) {
+		} else if (x->mode == WARD_MODE_WORKSPACE_WRITE &&
+			   strcmp(key, "exclude_slash_tmp") == 0) {
 			r = get_bool(v, key, &x->exclude_slash_tmp, origin, err);
 			x->has_slash = true;
 		} else {
@@ -220,11 +239,11 @@ static int merge_list(struct ward__strv *into, const struct ward__strv *from)
 	return 0;
 }
 
-WARD_PUBLIC int ward_policy_load_json(struct ward_policy *p, const char *json, size_t len, const char *origin,
-				      struct ward_error *err)
+WARD_PUBLIC int ward_policy_load_json(struct ward_policy *p, const char *json, size_t len,
+				      const char *origin, struct ward_error *err)
 {
 	json_auto_t *root = NULL;
-	struct parsed x = { 0 };
+	struct parsed x = {0};
 	json_error_t je;
 	int r;
 
@@ -233,28 +252,36 @@ WARD_PUBLIC int ward_policy_load_json(struct ward_policy *p, const char *json, s
 	if (!origin)
 		origin = "<string>";
 	if (len > WARD_POLICY_MAX_FILE)
-		return ward__error(err, -EFBIG, "policy", "policy '%s': larger than %d bytes", origin, WARD_POLICY_MAX_FILE);
+		return ward__error(err, -EFBIG, "policy", "policy '%s': larger than %d bytes",
+				   origin, WARD_POLICY_MAX_FILE);
 	root = json_loadb(json, len, JSON_REJECT_DUPLICATES, &je);
 	if (!root)
-		return ward__error(err, -EINVAL, "policy", "policy '%s': invalid JSON at line %d, column %d: %s", origin,
+		return ward__error(err, -EINVAL, "policy",
+				   "policy '%s': invalid JSON at line %d, column %d: %s", origin,
 				   je.line, je.column, je.text);
 	if (!json_is_object(root))
-		return ward__error(err, -EINVAL, "policy", "policy '%s': expected a JSON object at the top level", origin);
+		return ward__error(err, -EINVAL, "policy",
+				   "policy '%s': expected a JSON object at the top level", origin);
 
-	r = json_object_get(root, "type") ? parse_codex(root, &x, origin, err) : parse_own(root, &x, origin, err);
+	r = json_object_get(root, "type") ? parse_codex(root, &x, origin, err)
+					  : parse_own(root, &x, origin, err);
 	if (r < 0)
 		goto out;
 
 	/* Lists first: a cap error must leave the policy as it was. */
-	if (p->writable.n + x.writable.n > WARD_POLICY_MAX_PATHS || p->protect.n + x.protect.n > WARD_POLICY_MAX_PATHS ||
+	if (p->writable.n + x.writable.n > WARD_POLICY_MAX_PATHS ||
+	    p->protect.n + x.protect.n > WARD_POLICY_MAX_PATHS ||
 	    p->deny_read.n + x.deny_read.n > WARD_POLICY_MAX_PATHS ||
 	    p->unix_sockets.n + x.sockets.n > WARD_POLICY_MAX_PATHS) {
-		r = ward__error(err, -E2BIG, "policy", "policy '%s': more than %d paths in one list", origin,
+		r = ward__error(err, -E2BIG, "policy",
+				"policy '%s': more than %d paths in one list", origin,
 				WARD_POLICY_MAX_PATHS);
 		goto out;
 	}
-	if ((r = merge_list(&p->writable, &x.writable)) < 0 || (r = merge_list(&p->protect, &x.protect)) < 0 ||
-	    (r = merge_list(&p->deny_read, &x.deny_read)) < 0 || (r = merge_list(&p->unix_sockets, &x.sockets)) < 0) {
+	if ((r = merge_list(&p->writable, &x.writable)) < 0 ||
+	    (r = merge_list(&p->protect, &x.protect)) < 0 ||
+	    (r = merge_list(&p->deny_read, &x.deny_read)) < 0 ||
+	    (r = merge_list(&p->unix_sockets, &x.sockets)) < 0) {
 		ward__error(err, r, "policy", "policy '%s': %m", origin);
 		goto out;
 	}
@@ -279,7 +306,8 @@ out:
 	return r;
 }
 
-WARD_PUBLIC int ward_policy_load_file(struct ward_policy *p, const char *path, struct ward_error *err)
+WARD_PUBLIC int ward_policy_load_file(struct ward_policy *p, const char *path,
+				      struct ward_error *err)
 {
 	_cleanup_free_ char *buf = NULL;
 	size_t len = 0;
@@ -289,7 +317,8 @@ WARD_PUBLIC int ward_policy_load_file(struct ward_policy *p, const char *path, s
 		return -EINVAL;
 	r = ward__read_file(path, WARD_POLICY_MAX_FILE, &buf, &len);
 	if (r == -EFBIG)
-		return ward__error(err, r, "policy", "policy '%s': larger than %d bytes", path, WARD_POLICY_MAX_FILE);
+		return ward__error(err, r, "policy", "policy '%s': larger than %d bytes", path,
+				   WARD_POLICY_MAX_FILE);
 	if (r < 0)
 		return ward__error(err, r, "policy", "cannot read policy '%s': %m", path);
 	return ward_policy_load_json(p, buf, len, path, err);
@@ -306,7 +335,8 @@ static json_t *strv_json(const struct ward__strv *v)
 
 json_t *ward__policy_to_json(const struct ward_policy *p)
 {
-	json_t *o = json_object(), *prot = json_array(), *deny = json_array(), *socks = json_array();
+	json_t *o = json_object(), *prot = json_array(), *deny = json_array(),
+	       *socks = json_array();
 
 	if (!o || !prot || !deny || !socks) {
 		json_decref(o);
@@ -323,9 +353,11 @@ json_t *ward__policy_to_json(const struct ward_policy *p)
 		json_t *j = json_object();
 
 		json_object_set_new(j, "path", json_string(e->path));
-		json_object_set_new(j, "kind", json_string(e->kind == WARD_PROTECT_READONLY ? "read-only" :
-							    e->kind == WARD_PROTECT_PIN	     ? "pinned" :
-												"missing-guarded"));
+		json_object_set_new(j, "kind",
+				    json_string(e->kind == WARD_PROTECT_READONLY ? "read-only"
+							: e->kind == WARD_PROTECT_PIN
+							? "pinned"
+							: "missing-guarded"));
 		json_object_set_new(j, "reason", json_string(e->reason));
 		if (e->kind == WARD_PROTECT_MISSING) {
 			json_object_set_new(j, "guard_dir", json_string(e->guard_dir));
@@ -338,7 +370,8 @@ json_t *ward__policy_to_json(const struct ward_policy *p)
 		json_t *j = json_object();
 
 		json_object_set_new(j, "path", json_string(p->deny[i].path));
-		json_object_set_new(j, "type", json_string(p->deny[i].is_dir ? "directory" : "file"));
+		json_object_set_new(j, "type",
+				    json_string(p->deny[i].is_dir ? "directory" : "file"));
 		json_array_append_new(deny, j);
 	}
 	json_object_set_new(o, "deny_read", deny);

@@ -127,8 +127,9 @@ WARD_PUBLIC const char *ward_policy_mode_to_string(enum ward_sandbox_mode mode)
 
 WARD_PUBLIC int ward_policy_set_mode(struct ward_policy *p, enum ward_sandbox_mode mode)
 {
-	if (!p || (mode != WARD_MODE_READ_ONLY && mode != WARD_MODE_WORKSPACE_WRITE &&
-		   mode != WARD_MODE_DANGER_FULL_ACCESS))
+	if (!p ||
+	    (mode != WARD_MODE_READ_ONLY && mode != WARD_MODE_WORKSPACE_WRITE &&
+	     mode != WARD_MODE_DANGER_FULL_ACCESS))
 		return -EINVAL;
 	p->mode = mode;
 	p->resolved = false;
@@ -235,7 +236,8 @@ bool ward__policy_path_writable(const struct ward_policy *p, const char *path)
 	return !e;
 }
 
-const struct ward__protected *ward__policy_protected_for(const struct ward_policy *p, const char *path)
+const struct ward__protected *ward__policy_protected_for(const struct ward_policy *p,
+							 const char *path)
 {
 	/* Pins keep their contents writable; every other entry covers its subtree. */
 	for (size_t i = 0; i < p->n_protected; i++) {

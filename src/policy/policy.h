@@ -42,7 +42,8 @@ struct ward__protected {
 	bool is_dir;
 	char *guard_dir; /* MISSING only: deepest existing ancestor (canonical) */
 	char *guard_name; /* MISSING only: first missing component under guard_dir */
-	const char *reason; /* static string: "git hooks", "git config", "agent config", "--protect", ... */
+	const char *
+		reason; /* static string: "git hooks", "git config", "agent config", "--protect", ... */
 };
 
 struct ward__deny {
@@ -83,7 +84,8 @@ struct ward_policy {
 	size_t n_deny;
 	struct ward__unix_socket *sockets;
 	size_t n_sockets;
-	struct ward__strv notes; /* human-readable notes from resolution ("skipped missing root ...") */
+	struct ward__strv
+		notes; /* human-readable notes from resolution ("skipped missing root ...") */
 };
 
 /* strv helpers: bounded by WARD_POLICY_MAX_PATHS. */
@@ -98,9 +100,10 @@ WARD_INTERNAL void ward__policy_clear_resolved(struct ward_policy *p);
 WARD_INTERNAL bool ward__policy_path_writable(const struct ward_policy *p, const char *path);
 /* Returns the protected entry covering path, or NULL. */
 WARD_INTERNAL const struct ward__protected *ward__policy_protected_for(const struct ward_policy *p,
-								      const char *path);
+								       const char *path);
 /* Returns the deny entry covering path, or NULL. */
-WARD_INTERNAL const struct ward__deny *ward__policy_deny_for(const struct ward_policy *p, const char *path);
+WARD_INTERNAL const struct ward__deny *ward__policy_deny_for(const struct ward_policy *p,
+							     const char *path);
 
 /* The resolved policy as a JSON object (ward policy show; the caller adds "enforcement"). */
 WARD_INTERNAL json_t *ward__policy_to_json(const struct ward_policy *p);

@@ -42,8 +42,8 @@ static bool is_root(const struct ward_policy *p, const char *path)
 	return ward__strv_contains(&p->roots, path);
 }
 
-static int add_entry(struct ward_policy *p, const char *path, enum ward__protect_kind kind, bool is_dir,
-		     const char *guard_dir, const char *guard_name, const char *reason)
+static int add_entry(struct ward_policy *p, const char *path, enum ward__protect_kind kind,
+		     bool is_dir, const char *guard_dir, const char *guard_name, const char *reason)
 {
 	struct ward__protected *n, *e;
 
@@ -57,7 +57,7 @@ static int add_entry(struct ward_policy *p, const char *path, enum ward__protect
 		return -ENOMEM;
 	p->protected = n;
 	e = &n[p->n_protected];
-	*e = (struct ward__protected){ .kind = kind, .is_dir = is_dir, .reason = reason };
+	*e = (struct ward__protected){.kind = kind, .is_dir = is_dir, .reason = reason};
 	e->path = strdup(path);
 	e->guard_dir = guard_dir ? strdup(guard_dir) : NULL;
 	e->guard_name = guard_name ? strdup(guard_name) : NULL;
@@ -109,7 +109,8 @@ static int protect(struct ward_policy *p, const char *path, const char *reason)
 			slash = strrchr(parent, '/');
 			*slash = '\0';
 			if (realpath(parent[0] ? parent : "/", dir) && in_roots(p, dir)) {
-				r = add_entry(p, abs, WARD_PROTECT_MISSING, false, dir, slash + 1, reason);
+				r = add_entry(p, abs, WARD_PROTECT_MISSING, false, dir, slash + 1,
+					      reason);
 				if (r < 0)
 					return r;
 			}
@@ -120,7 +121,8 @@ static int protect(struct ward_policy *p, const char *path, const char *reason)
 			return 0;
 		if (stat(canon, &st) < 0)
 			return 0;
-		return add_entry(p, canon, WARD_PROTECT_READONLY, S_ISDIR(st.st_mode), NULL, NULL, reason);
+		return add_entry(p, canon, WARD_PROTECT_READONLY, S_ISDIR(st.st_mode), NULL, NULL,
+				 reason);
 	}
 
 	/* Missing: walk up to the deepest existing ancestor. */
@@ -283,7 +285,8 @@ static int protect_git(struct ward_policy *p, const char *root)
 	}
 	if (S_ISREG(st.st_mode)) {
 		_cleanup_free_ char *gitdir = read_gitdir_file(root, dotgit);
-		_cleanup_free_ char *commonfile = NULL, *common = NULL, *cbuf = NULL, *wtconfig = NULL;
+		_cleanup_free_ char *commonfile = NULL, *common = NULL, *cbuf = NULL,
+				    *wtconfig = NULL;
 		char canon[PATH_MAX];
 
 		/* Rewriting the gitdir: line would point git at a planted repository. */
@@ -347,7 +350,8 @@ static int cmp_protected(const void *a, const void *b)
 	return c ? c : (int)x->kind - (int)y->kind;
 }
 
-static int add_root(struct ward_policy *p, const char *path, bool must_exist, const char *what, struct ward_error *err)
+static int add_root(struct ward_policy *p, const char *path, bool must_exist, const char *what,
+		    struct ward_error *err)
 {
 	char canon[PATH_MAX];
 	struct stat st;
@@ -360,7 +364,8 @@ static int add_root(struct ward_policy *p, const char *path, bool must_exist, co
 	if (!S_ISDIR(st.st_mode)) {
 		if (!must_exist)
 			return note(p, "skipped writable root", path, ": not a directory");
-		return ward__error(err, -ENOTDIR, "policy", "%s '%s' is not a directory", what, path);
+		return ward__error(err, -ENOTDIR, "policy", "%s '%s' is not a directory", what,
+				   path);
 	}
 	if (ward__strv_contains(&p->roots, canon))
 		return 0;
@@ -369,16 +374,18 @@ static int add_root(struct ward_policy *p, const char *path, bool must_exist, co
 
 static int resolve(struct ward_policy *p, struct ward_error *err)
 {
-	static const char *const agent_dirs[] = { ".codex", ".agents", ".ward" };
+	static const char *const agent_dirs[] = {".codex", ".agents", ".ward"};
 	char canon[PATH_MAX];
 	struct stat st;
 	int r;
 
 	if (!realpath(p->cwd ? p->cwd : ".", canon))
-		return ward__error(err, -errno, "policy", "cannot resolve the working directory '%s': %m",
+		return ward__error(err, -errno, "policy",
+				   "cannot resolve the working directory '%s': %m",
 				   p->cwd ? p->cwd : ".");
 	if (stat(canon, &st) < 0 || !S_ISDIR(st.st_mode))
-		return ward__error(err, -ENOTDIR, "policy", "the working directory '%s' is not a directory", canon);
+		return ward__error(err, -ENOTDIR, "policy",
+				   "the working directory '%s' is not a directory", canon);
 	p->resolved_cwd = strdup(canon);
 	if (!p->resolved_cwd)
 		return -ENOMEM;
@@ -411,12 +418,16 @@ static int resolve(struct ward_policy *p, struct ward_error *err)
 				r = d ? protect(p, d, "agent configuration") : -ENOMEM;
 			}
 			if (r < 0)
-				return ward__error(err, r, "policy", "cannot resolve the protected paths of '%s': %m", root);
+				return ward__error(err, r, "policy",
+						   "cannot resolve the protected paths of '%s': %m",
+						   root);
 		}
 		for (size_t i = 0; i < p->protect.n; i++) {
 			r = protect(p, p->protect.v[i], "--protect");
 			if (r < 0)
-				return ward__error(err, r, "policy", "cannot resolve protected path '%s': %m", p->protect.v[i]);
+				return ward__error(err, r, "policy",
+						   "cannot resolve protected path '%s': %m",
+						   p->protect.v[i]);
 		}
 		qsort(p->protected, p->n_protected, sizeof(*p->protected), cmp_protected);
 	}
@@ -426,7 +437,8 @@ static int resolve(struct ward_policy *p, struct ward_error *err)
 		return -ENOMEM;
 	for (size_t i = 0; i < p->deny_read.n; i++) {
 		if (!realpath(p->deny_read.v[i], canon) || stat(canon, &st) < 0) {
-			r = note(p, "deny-read path", p->deny_read.v[i], " does not exist: nothing to hide");
+			r = note(p, "deny-read path", p->deny_read.v[i],
+				 " does not exist: nothing to hide");
 			if (r < 0)
 				return r;
 			continue;
@@ -446,7 +458,8 @@ static int resolve(struct ward_policy *p, struct ward_error *err)
 		const char *s = p->unix_sockets.v[i];
 
 		if (!realpath(s, canon) || stat(canon, &st) < 0)
-			return ward__error(err, -errno, "policy", "unix socket '%s' cannot be allowed: %m", s);
+			return ward__error(err, -errno, "policy",
+					   "unix socket '%s' cannot be allowed: %m", s);
 		if (!S_ISSOCK(st.st_mode))
 			return ward__error(err, -EINVAL, "policy", "'%s' is not a unix socket", s);
 		p->sockets[p->n_sockets].path = strdup(canon);

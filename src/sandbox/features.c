@@ -80,18 +80,24 @@ static void why_userns(struct ward__features *f, const char *how)
 {
 	long v;
 
-	if (read_int("/proc/sys/kernel/apparmor_restrict_unprivileged_userns", &v) == 0 && v == 1 && geteuid() != 0)
-		snprintf(f->userns_why, sizeof(f->userns_why),
-			 "AppArmor restricts unprivileged user namespaces (kernel.apparmor_restrict_unprivileged_userns=1)");
+	if (read_int("/proc/sys/kernel/apparmor_restrict_unprivileged_userns", &v) == 0 && v == 1 &&
+	    geteuid() != 0)
+		snprintf(
+			f->userns_why, sizeof(f->userns_why),
+			"AppArmor restricts unprivileged user namespaces (kernel.apparmor_restrict_unprivileged_userns=1)");
 	else if (read_int("/proc/sys/user/max_user_namespaces", &v) == 0 && v == 0)
 		snprintf(f->userns_why, sizeof(f->userns_why), "user.max_user_namespaces is 0");
-	else if (read_int("/proc/sys/kernel/unprivileged_userns_clone", &v) == 0 && v == 0 && geteuid() != 0)
-		snprintf(f->userns_why, sizeof(f->userns_why), "kernel.unprivileged_userns_clone is 0");
+	else if (read_int("/proc/sys/kernel/unprivileged_userns_clone", &v) == 0 && v == 0 &&
+		 geteuid() != 0)
+		snprintf(f->userns_why, sizeof(f->userns_why),
+			 "kernel.unprivileged_userns_clone is 0");
 	else if (self_has_seccomp_filter())
 		snprintf(f->userns_why, sizeof(f->userns_why),
-			 "a seccomp filter refuses them (%s: %s; e.g. Docker's default profile)", how, strerror(f->userns_errno));
+			 "a seccomp filter refuses them (%s: %s; e.g. Docker's default profile)",
+			 how, strerror(f->userns_errno));
 	else
-		snprintf(f->userns_why, sizeof(f->userns_why), "%s: %s", how, strerror(f->userns_errno));
+		snprintf(f->userns_why, sizeof(f->userns_why), "%s: %s", how,
+			 strerror(f->userns_errno));
 }
 
 static void probe_userns(struct ward__features *f)
@@ -114,8 +120,10 @@ static void probe_userns(struct ward__features *f)
 		return;
 	}
 	f->userns_errno = EPERM;
-	why_userns(f, WIFEXITED(status) && WEXITSTATUS(status) == 12 ? "mount in a new user namespace" :
-								       "writing the id maps of a new user namespace");
+	why_userns(f,
+		   WIFEXITED(status) && WEXITSTATUS(status) == 12
+			   ? "mount in a new user namespace"
+			   : "writing the id maps of a new user namespace");
 }
 
 static void probe_cgroup(struct ward__features *f)
@@ -143,7 +151,8 @@ static void probe_cgroup(struct ward__features *f)
 			continue;
 		snprintf(f->cgroup_path, sizeof(f->cgroup_path), "%s%.200s", base, line + 3);
 		snprintf(procs, sizeof(procs), "%s/cgroup.procs", f->cgroup_path);
-		f->cgroup2_delegated = access(procs, W_OK) == 0 && access(f->cgroup_path, W_OK) == 0;
+		f->cgroup2_delegated =
+			access(procs, W_OK) == 0 && access(f->cgroup_path, W_OK) == 0;
 	}
 }
 
@@ -155,12 +164,13 @@ static void probe(void)
 	int fd;
 
 	probe_userns(f);
-	abi = syscall(SYS_landlock_create_ruleset, NULL, 0, 1U /* LANDLOCK_CREATE_RULESET_VERSION */);
+	abi = syscall(SYS_landlock_create_ruleset, NULL, 0,
+		      1U /* LANDLOCK_CREATE_RULESET_VERSION */);
 	f->landlock_abi = abi > 0 ? (int)abi : 0;
 	f->landlock_errno = abi > 0 ? 0 : errno;
 	f->seccomp = prctl(PR_GET_SECCOMP) >= 0;
 	f->seccomp_user_notif = syscall(SYS_seccomp, SECCOMP_GET_ACTION_AVAIL, 0, &action) == 0 &&
-				syscall(SYS_pidfd_getfd, -1, 0, 0) < 0 && errno == EBADF;
+		syscall(SYS_pidfd_getfd, -1, 0, 0) < 0 && errno == EBADF;
 	/* open_tree with a bad fd: EBADF when the syscall exists, ENOSYS otherwise. */
 	f->mount_api = syscall(SYS_open_tree, -1, "", 0) < 0 && errno != ENOSYS;
 	fd = (int)syscall(SYS_pidfd_open, getpid(), 0);
@@ -176,17 +186,17 @@ const struct ward__features *ward__features_get(void)
 	return &features;
 }
 
-size_t ward__features_missing_guarantees(const struct ward__features *f, const struct ward_policy *p, char *buf,
-					 size_t size)
+size_t ward__features_missing_guarantees(const struct ward__features *f,
+					 const struct ward_policy *p, char *buf, size_t size)
 {
 	size_t n = 0;
 
-#define ADD(...)                                                                                   \
-	do {                                                                                       \
-		if (n < size)                                                                      \
-			n += (size_t)snprintf(buf + n, size - n, "%s", n ? "; " : "");             \
-		if (n < size)                                                                      \
-			n += (size_t)snprintf(buf + n, size - n, __VA_ARGS__);                     \
+#define ADD(...)                                                                       \
+	do {                                                                           \
+		if (n < size)                                                          \
+			n += (size_t)snprintf(buf + n, size - n, "%s", n ? "; " : ""); \
+		if (n < size)                                                          \
+			n += (size_t)snprintf(buf + n, size - n, __VA_ARGS__);         \
 	} while (0)
 
 	if (size)
@@ -203,10 +213,12 @@ size_t ward__features_missing_guarantees(const struct ward__features *f, const s
 		if (f->landlock_abi >= 4)
 			ADD("loopback networking inside (TCP and UDP are refused altogether)");
 		else
-			ADD("loopback networking inside (UDP refused; TCP is NOT restricted: Landlock ABI %d < 4)", f->landlock_abi);
+			ADD("loopback networking inside (UDP refused; TCP is NOT restricted: Landlock ABI %d < 4)",
+			    f->landlock_abi);
 	}
 	if (f->landlock_abi < 6)
-		ADD("scoping of signals and abstract unix sockets (Landlock ABI %d < 6)", f->landlock_abi);
+		ADD("scoping of signals and abstract unix sockets (Landlock ABI %d < 6)",
+		    f->landlock_abi);
 	ADD("killing processes that leave ward's process tree");
 #undef ADD
 	return n < size ? n : size ? size - 1 : 0;
@@ -229,16 +241,22 @@ WARD_PUBLIC int ward_policy_describe_json(const struct ward_policy *p, char **re
 	missing = json_array();
 	json_object_set_new(root, "enforcement", enf);
 	json_object_set_new(enf, "isolation",
-			    json_string(danger ? "none (danger-full-access)" :
-					f->userns ? "namespaces" : "landlock+seccomp fallback"));
+			    json_string(danger		    ? "none (danger-full-access)"
+						: f->userns ? "namespaces"
+							    : "landlock+seccomp fallback"));
 	json_object_set_new(enf, "user_namespace", json_boolean(!danger && f->userns));
 	json_object_set_new(enf, "mount_namespace", json_boolean(!danger && f->userns));
 	json_object_set_new(enf, "pid_namespace", json_boolean(!danger && f->userns));
-	json_object_set_new(enf, "network_namespace", json_boolean(!danger && f->userns && !p->network));
+	json_object_set_new(enf, "network_namespace",
+			    json_boolean(!danger && f->userns && !p->network));
 	json_object_set_new(enf, "landlock_abi", json_integer(danger ? 0 : f->landlock_abi));
-	json_object_set_new(enf, "landlock", json_string(danger ? "not used" : f->landlock_abi ? "enforced" : "unavailable"));
+	json_object_set_new(enf, "landlock",
+			    json_string(danger			  ? "not used"
+						: f->landlock_abi ? "enforced"
+								  : "unavailable"));
 	json_object_set_new(enf, "seccomp", json_boolean(!danger && f->seccomp));
-	json_object_set_new(enf, "unix_socket_supervision", json_boolean(!danger && !p->network && f->seccomp_user_notif));
+	json_object_set_new(enf, "unix_socket_supervision",
+			    json_boolean(!danger && !p->network && f->seccomp_user_notif));
 	if (!danger && !f->userns) {
 		char *save = NULL;
 

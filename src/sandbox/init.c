@@ -35,8 +35,8 @@
 #include "basic/util.h"
 #include "sandbox/sandbox.h"
 
-static const int forwarded_signals[] = { SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGUSR1,
-					 SIGUSR2, SIGWINCH, SIGCONT, SIGTSTP, SIGALRM };
+static const int forwarded_signals[] = {SIGHUP,	 SIGINT,   SIGQUIT, SIGTERM, SIGUSR1,
+					SIGUSR2, SIGWINCH, SIGCONT, SIGTSTP, SIGALRM};
 
 static void forwarded_set(sigset_t *set)
 {
@@ -48,7 +48,7 @@ static void forwarded_set(sigset_t *set)
 
 _noreturn_ static void cmd_fail(int report_fd, int code, const struct ward_error *e)
 {
-	struct ward__msg_error m = { .error = *e, .exit_code = code };
+	struct ward__msg_error m = {.error = *e, .exit_code = code};
 
 	ward__report(report_fd, WARD_MSG_ERROR, &m, sizeof(m));
 	_exit(code);
@@ -104,8 +104,8 @@ static int exec_search(char *const *argv, char *const *envp)
 
 static int drop_capabilities(struct ward_error *err)
 {
-	struct __user_cap_header_struct hdr = { .version = _LINUX_CAPABILITY_VERSION_3 };
-	struct __user_cap_data_struct data[2] = { 0 };
+	struct __user_cap_header_struct hdr = {.version = _LINUX_CAPABILITY_VERSION_3};
+	struct __user_cap_data_struct data[2] = {0};
 
 	/*
 	 * Empty bounding set and locked securebits: even a uid 0 inside (ward run
@@ -118,27 +118,32 @@ static int drop_capabilities(struct ward_error *err)
 			break;
 	prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0);
 	prctl(PR_SET_SECUREBITS,
-	      SECBIT_NOROOT | SECBIT_NOROOT_LOCKED | SECBIT_NO_SETUID_FIXUP | SECBIT_NO_SETUID_FIXUP_LOCKED |
-		      SECBIT_KEEP_CAPS_LOCKED | SECBIT_NO_CAP_AMBIENT_RAISE | SECBIT_NO_CAP_AMBIENT_RAISE_LOCKED,
+	      SECBIT_NOROOT | SECBIT_NOROOT_LOCKED | SECBIT_NO_SETUID_FIXUP |
+		      SECBIT_NO_SETUID_FIXUP_LOCKED | SECBIT_KEEP_CAPS_LOCKED |
+		      SECBIT_NO_CAP_AMBIENT_RAISE | SECBIT_NO_CAP_AMBIENT_RAISE_LOCKED,
 	      0, 0, 0);
 	if (syscall(SYS_capset, &hdr, data) < 0)
 		return ward__error(err, -errno, "capabilities", "cannot drop capabilities: %m");
 	if (syscall(SYS_capget, &hdr, data) < 0)
 		return ward__error(err, -errno, "capabilities", "cannot read capabilities: %m");
 	if (data[0].effective || data[0].permitted || data[1].effective || data[1].permitted)
-		return ward__error(err, -EPERM, "capabilities", "capabilities remain after dropping them");
+		return ward__error(err, -EPERM, "capabilities",
+				   "capabilities remain after dropping them");
 	return 0;
 }
 
 int ward__send_fd(int sock, int fd)
 {
 	char c = 'L';
-	struct iovec iov = { .iov_base = &c, .iov_len = 1 };
+	struct iovec iov = {.iov_base = &c, .iov_len = 1};
 	union {
 		struct cmsghdr h;
 		char buf[CMSG_SPACE(sizeof(int))];
-	} u = { 0 };
-	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf, .msg_controllen = sizeof(u.buf) };
+	} u = {0};
+	struct msghdr mh = {.msg_iov = &iov,
+			    .msg_iovlen = 1,
+			    .msg_control = u.buf,
+			    .msg_controllen = sizeof(u.buf)};
 	struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
 
 	cm->cmsg_level = SOL_SOCKET;
@@ -151,12 +156,15 @@ int ward__send_fd(int sock, int fd)
 int ward__recv_fd(int sock)
 {
 	char c;
-	struct iovec iov = { .iov_base = &c, .iov_len = 1 };
+	struct iovec iov = {.iov_base = &c, .iov_len = 1};
 	union {
 		struct cmsghdr h;
 		char buf[CMSG_SPACE(sizeof(int))];
-	} u = { 0 };
-	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf, .msg_controllen = sizeof(u.buf) };
+	} u = {0};
+	struct msghdr mh = {.msg_iov = &iov,
+			    .msg_iovlen = 1,
+			    .msg_control = u.buf,
+			    .msg_controllen = sizeof(u.buf)};
 	struct cmsghdr *cm;
 	ssize_t n;
 	int fd = -1;
@@ -176,14 +184,15 @@ int ward__recv_fd(int sock)
 /* Moves the requested stdio fds into place without one clobbering another. */
 static int setup_stdio(const struct ward__spawn_opts *o, struct ward_error *err)
 {
-	int tmp[3] = { -1, -1, -1 };
+	int tmp[3] = {-1, -1, -1};
 
 	for (int i = 0; i < 3; i++) {
 		if (o->stdio[i] < 0)
 			continue;
 		tmp[i] = fcntl(o->stdio[i], F_DUPFD_CLOEXEC, 10);
 		if (tmp[i] < 0)
-			return ward__error(err, -errno, "spawn", "cannot duplicate fd %d: %m", o->stdio[i]);
+			return ward__error(err, -errno, "spawn", "cannot duplicate fd %d: %m",
+					   o->stdio[i]);
 	}
 	for (int i = 0; i < 3; i++) {
 		if (tmp[i] < 0)
@@ -204,7 +213,8 @@ static int close_other_fds(const struct ward__spawn_opts *o, struct ward_error *
 		int r = ward__fd_cloexec(o->keep_fds[i], false);
 
 		if (r < 0)
-			return ward__error(err, r, "spawn", "cannot keep fd %d open: %m", o->keep_fds[i]);
+			return ward__error(err, r, "spawn", "cannot keep fd %d open: %m",
+					   o->keep_fds[i]);
 	}
 	return 0;
 }
@@ -213,7 +223,7 @@ _noreturn_ static void command_main(const struct ward__spawn_opts *o, int report
 				    const struct ward__seccomp_prog *prog)
 {
 	char *const *envp = o->envp ? o->envp : environ;
-	struct ward_error e = { 0 };
+	struct ward_error e = {0};
 	sigset_t empty;
 	int listener = -1;
 	int r;
@@ -232,7 +242,8 @@ _noreturn_ static void command_main(const struct ward__spawn_opts *o, int report
 		cmd_fail(report_fd, 125, &e);
 	}
 	if (o->tty_fd >= 0 && ioctl(o->tty_fd, TIOCSCTTY, 0) < 0) {
-		ward__error(&e, -errno, "spawn", "cannot make the pty the controlling terminal: %m");
+		ward__error(&e, -errno, "spawn",
+			    "cannot make the pty the controlling terminal: %m");
 		cmd_fail(report_fd, 125, &e);
 	}
 	if (setup_stdio(o, &e) < 0 || close_other_fds(o, &e) < 0 || drop_capabilities(&e) < 0)
@@ -247,7 +258,8 @@ _noreturn_ static void command_main(const struct ward__spawn_opts *o, int report
 		if (listener >= 0) {
 			r = ward__send_fd(sock, listener);
 			if (r < 0) {
-				ward__error(&e, r, "seccomp", "cannot hand the notification fd to init: %m");
+				ward__error(&e, r, "seccomp",
+					    "cannot hand the notification fd to init: %m");
 				cmd_fail(report_fd, 125, &e);
 			}
 			close(listener);
@@ -318,19 +330,20 @@ static void kill_everything(bool isolated)
 		ward__kill_tree(getpid());
 }
 
-void ward__init_main(const struct ward__spawn_opts *o, int report_fd, const struct ward__seccomp_prog *prog,
-		     int landlock_fd, bool isolated)
+void ward__init_main(const struct ward__spawn_opts *o, int report_fd,
+		     const struct ward__seccomp_prog *prog, int landlock_fd, bool isolated)
 {
-	struct ward__supervisor sup = { .listener_fd = -1 };
+	struct ward__supervisor sup = {.listener_fd = -1};
 	bool have_sup = false, have_status = false;
-	struct ward_error e = { 0 };
-	int sv[2] = { -1, -1 };
+	struct ward_error e = {0};
+	int sv[2] = {-1, -1};
 	int sfd, status = 0, code;
 	sigset_t set;
 	pid_t cmd;
 
 	forwarded_set(&set);
-	if (sigprocmask(SIG_BLOCK, &set, NULL) < 0 || (sfd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK)) < 0) {
+	if (sigprocmask(SIG_BLOCK, &set, NULL) < 0 ||
+	    (sfd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK)) < 0) {
 		ward__error(&e, -errno, "init", "cannot set up signal handling: %m");
 		cmd_fail(report_fd, 125, &e);
 	}
@@ -354,7 +367,8 @@ void ward__init_main(const struct ward__spawn_opts *o, int report_fd, const stru
 	}
 
 	{
-		struct cmd_args ca = { .o = o, .report_fd = report_fd, .sock = sv[1], .sfd = sfd, .prog = prog };
+		struct cmd_args ca = {
+			.o = o, .report_fd = report_fd, .sock = sv[1], .sfd = sfd, .prog = prog};
 
 		cmd = spawn_command(&ca);
 	}
@@ -381,14 +395,15 @@ void ward__init_main(const struct ward__spawn_opts *o, int report_fd, const stru
 		close(sv[0]);
 		/* No fd means the command failed before exec; its error report is on the way. */
 		if (listener >= 0 &&
-		    ward__supervisor_init(&sup, listener, report_fd, o->policy, isolated && !o->policy->network) >= 0)
+		    ward__supervisor_init(&sup, listener, report_fd, o->policy,
+					  isolated && !o->policy->network) >= 0)
 			have_sup = true;
 	}
 
 	for (;;) {
 		struct pollfd pfds[2] = {
-			{ .fd = sfd, .events = POLLIN },
-			{ .fd = have_sup ? sup.listener_fd : -1, .events = POLLIN },
+			{.fd = sfd, .events = POLLIN},
+			{.fd = have_sup ? sup.listener_fd : -1, .events = POLLIN},
 		};
 		struct signalfd_siginfo si;
 
@@ -438,7 +453,7 @@ void ward__init_main(const struct ward__spawn_opts *o, int report_fd, const stru
 	if (have_sup)
 		ward__supervisor_release(&sup);
 	{
-		struct ward__msg_status m = { .wait_status = status };
+		struct ward__msg_status m = {.wait_status = status};
 
 		ward__report(report_fd, WARD_MSG_STATUS, &m, sizeof(m));
 	}

@@ -41,12 +41,14 @@ struct ward_ruleset_attr {
 	uint64_t scoped;
 };
 
-#define FS_READ (LANDLOCK_ACCESS_FS_EXECUTE | LANDLOCK_ACCESS_FS_READ_FILE | LANDLOCK_ACCESS_FS_READ_DIR)
-#define FS_WRITE_V1                                                                                \
-	(LANDLOCK_ACCESS_FS_WRITE_FILE | LANDLOCK_ACCESS_FS_REMOVE_DIR | LANDLOCK_ACCESS_FS_REMOVE_FILE | \
-	 LANDLOCK_ACCESS_FS_MAKE_CHAR | LANDLOCK_ACCESS_FS_MAKE_DIR | LANDLOCK_ACCESS_FS_MAKE_REG |     \
-	 LANDLOCK_ACCESS_FS_MAKE_SOCK | LANDLOCK_ACCESS_FS_MAKE_FIFO | LANDLOCK_ACCESS_FS_MAKE_BLOCK |  \
-	 LANDLOCK_ACCESS_FS_MAKE_SYM)
+#define FS_READ \
+	(LANDLOCK_ACCESS_FS_EXECUTE | LANDLOCK_ACCESS_FS_READ_FILE | LANDLOCK_ACCESS_FS_READ_DIR)
+#define FS_WRITE_V1                                                      \
+	(LANDLOCK_ACCESS_FS_WRITE_FILE | LANDLOCK_ACCESS_FS_REMOVE_DIR | \
+	 LANDLOCK_ACCESS_FS_REMOVE_FILE | LANDLOCK_ACCESS_FS_MAKE_CHAR | \
+	 LANDLOCK_ACCESS_FS_MAKE_DIR | LANDLOCK_ACCESS_FS_MAKE_REG |     \
+	 LANDLOCK_ACCESS_FS_MAKE_SOCK | LANDLOCK_ACCESS_FS_MAKE_FIFO |   \
+	 LANDLOCK_ACCESS_FS_MAKE_BLOCK | LANDLOCK_ACCESS_FS_MAKE_SYM)
 
 /* Every filesystem right the given ABI knows. */
 static uint64_t fs_rights(int abi)
@@ -62,9 +64,10 @@ static uint64_t fs_rights(int abi)
 	return r;
 }
 
-static int add_path(int ruleset, const char *path, uint64_t access, uint64_t handled, struct ward_error *err)
+static int add_path(int ruleset, const char *path, uint64_t access, uint64_t handled,
+		    struct ward_error *err)
 {
-	struct landlock_path_beneath_attr pb = { .allowed_access = access & handled };
+	struct landlock_path_beneath_attr pb = {.allowed_access = access & handled};
 	_cleanup_close_ int fd = -1;
 	struct stat st;
 
@@ -73,23 +76,25 @@ static int add_path(int ruleset, const char *path, uint64_t access, uint64_t han
 		/* A path that does not exist grants nothing and needs no rule. */
 		if (errno == ENOENT || errno == ENOTDIR)
 			return 0;
-		return ward__error(err, -errno, "landlock", "cannot open '%s' for a Landlock rule: %m", path);
+		return ward__error(err, -errno, "landlock",
+				   "cannot open '%s' for a Landlock rule: %m", path);
 	}
 	/* Directory-only rights on a file are refused by the kernel (EINVAL). */
 	if (fstat(fd, &st) == 0 && !S_ISDIR(st.st_mode))
 		pb.allowed_access &= LANDLOCK_ACCESS_FS_EXECUTE | LANDLOCK_ACCESS_FS_READ_FILE |
-				     LANDLOCK_ACCESS_FS_WRITE_FILE | LANDLOCK_ACCESS_FS_TRUNCATE |
-				     LANDLOCK_ACCESS_FS_IOCTL_DEV;
+			LANDLOCK_ACCESS_FS_WRITE_FILE | LANDLOCK_ACCESS_FS_TRUNCATE |
+			LANDLOCK_ACCESS_FS_IOCTL_DEV;
 	pb.parent_fd = fd;
 	if (syscall(SYS_landlock_add_rule, ruleset, LANDLOCK_RULE_PATH_BENEATH, &pb, 0) < 0)
-		return ward__error(err, -errno, "landlock", "cannot add a Landlock rule for '%s': %m", path);
+		return ward__error(err, -errno, "landlock",
+				   "cannot add a Landlock rule for '%s': %m", path);
 	return 0;
 }
 
-int ward__landlock_build(const struct ward_policy *p, int abi, bool restrict_net, int *ret_ruleset_fd,
-			 struct ward_error *err)
+int ward__landlock_build(const struct ward_policy *p, int abi, bool restrict_net,
+			 int *ret_ruleset_fd, struct ward_error *err)
 {
-	struct ward_ruleset_attr attr = { 0 };
+	struct ward_ruleset_attr attr = {0};
 	size_t attr_size;
 	uint64_t handled;
 	int fd, r;
@@ -107,7 +112,8 @@ int ward__landlock_build(const struct ward_policy *p, int abi, bool restrict_net
 	if (abi >= 4) {
 		/* Without a network namespace (fallback), TCP is refused by handling it with no rule. */
 		if (restrict_net)
-			attr.handled_access_net = WARD_LANDLOCK_ACCESS_NET_BIND_TCP | WARD_LANDLOCK_ACCESS_NET_CONNECT_TCP;
+			attr.handled_access_net = WARD_LANDLOCK_ACCESS_NET_BIND_TCP |
+				WARD_LANDLOCK_ACCESS_NET_CONNECT_TCP;
 		attr_size = 2 * sizeof(uint64_t);
 	}
 	if (abi >= 6) {
@@ -120,8 +126,10 @@ int ward__landlock_build(const struct ward_policy *p, int abi, bool restrict_net
 	}
 	fd = (int)syscall(SYS_landlock_create_ruleset, &attr, attr_size, 0);
 	if (fd < 0) {
-		ward__error(err, -errno, "landlock", "cannot create a Landlock ruleset (ABI %d): %m", abi);
-		ward__error_hint(err, "Landlock may be disabled: check 'lsm=' on the kernel command line");
+		ward__error(err, -errno, "landlock",
+			    "cannot create a Landlock ruleset (ABI %d): %m", abi);
+		ward__error_hint(
+			err, "Landlock may be disabled: check 'lsm=' on the kernel command line");
 		return -errno;
 	}
 
@@ -148,6 +156,7 @@ int ward__landlock_build(const struct ward_policy *p, int abi, bool restrict_net
 int ward__landlock_enforce(int ruleset_fd, struct ward_error *err)
 {
 	if (syscall(SYS_landlock_restrict_self, ruleset_fd, 0) < 0)
-		return ward__error(err, -errno, "landlock", "cannot enforce the Landlock ruleset: %m");
+		return ward__error(err, -errno, "landlock",
+				   "cannot enforce the Landlock ruleset: %m");
 	return 0;
 }

@@ -41,11 +41,11 @@
 #define MOUNT_ATTR_NODEV 0x00000004
 #endif
 
-static const char *const dev_nodes[] = { "null", "zero", "full", "random", "urandom", "tty" };
+static const char *const dev_nodes[] = {"null", "zero", "full", "random", "urandom", "tty"};
 
 static int setattr_fd(int fd, uint64_t set, uint64_t clr)
 {
-	struct mount_attr attr = { .attr_set = set, .attr_clr = clr };
+	struct mount_attr attr = {.attr_set = set, .attr_clr = clr};
 
 	return RET_NERRNO(mount_setattr(fd, "", AT_EMPTY_PATH | AT_RECURSIVE, &attr, sizeof(attr)));
 }
@@ -74,7 +74,8 @@ static int bind_self(const char *path, bool readonly, struct ward_error *err)
 	r = clone_tree(path, &fd);
 	if (r < 0)
 		return ward__error(err, r, "mount", "cannot clone '%s': %m", path);
-	r = setattr_fd(fd, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | (readonly ? MOUNT_ATTR_RDONLY : 0), 0);
+	r = setattr_fd(
+		fd, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | (readonly ? MOUNT_ATTR_RDONLY : 0), 0);
 	if (r < 0)
 		return ward__error(err, r, "mount", "cannot make '%s' %s: %m", path,
 				   readonly ? "read-only" : "nosuid");
@@ -89,7 +90,8 @@ static int setup_dev(int dev_fds[], const struct ward_policy *p, struct ward_err
 {
 	int r;
 
-	if (mount("tmpfs", "/dev", "tmpfs", MS_NOSUID | MS_NOEXEC, "mode=0755,size=1m,nr_inodes=256") < 0)
+	if (mount("tmpfs", "/dev", "tmpfs", MS_NOSUID | MS_NOEXEC,
+		  "mode=0755,size=1m,nr_inodes=256") < 0)
 		return ward__error(err, -errno, "mount", "cannot mount a tmpfs on '/dev': %m");
 	for (size_t i = 0; i < ELEMENTSOF(dev_nodes); i++) {
 		_cleanup_free_ char *path = ward__path_join("/dev", dev_nodes[i]);
@@ -110,12 +112,14 @@ static int setup_dev(int dev_fds[], const struct ward_policy *p, struct ward_err
 	if (mkdir("/dev/pts", 0755) < 0 || mkdir("/dev/shm", 01777) < 0)
 		return ward__error(err, -errno, "mount", "cannot populate '/dev': %m");
 	/* A private devpts instance: the command's own ptys, none of the host's. */
-	if (mount("devpts", "/dev/pts", "devpts", MS_NOSUID | MS_NOEXEC, "newinstance,ptmxmode=0666,mode=0620") < 0)
+	if (mount("devpts", "/dev/pts", "devpts", MS_NOSUID | MS_NOEXEC,
+		  "newinstance,ptmxmode=0666,mode=0620") < 0)
 		return ward__error(err, -errno, "mount", "cannot mount devpts on '/dev/pts': %m");
 	if (mount("tmpfs", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV, "mode=01777") < 0)
 		return ward__error(err, -errno, "mount", "cannot mount a tmpfs on '/dev/shm': %m");
 	if (symlink("pts/ptmx", "/dev/ptmx") < 0 || symlink("/proc/self/fd", "/dev/fd") < 0 ||
-	    symlink("/proc/self/fd/0", "/dev/stdin") < 0 || symlink("/proc/self/fd/1", "/dev/stdout") < 0 ||
+	    symlink("/proc/self/fd/0", "/dev/stdin") < 0 ||
+	    symlink("/proc/self/fd/1", "/dev/stdout") < 0 ||
 	    symlink("/proc/self/fd/2", "/dev/stderr") < 0)
 		return ward__error(err, -errno, "mount", "cannot populate '/dev': %m");
 
@@ -128,10 +132,12 @@ static int setup_dev(int dev_fds[], const struct ward_policy *p, struct ward_err
 		int fd;
 
 		if (mkdir("/dev/.ward-mask-dir", 0000) < 0)
-			return ward__error(err, -errno, "mount", "cannot create a deny-read mask: %m");
+			return ward__error(err, -errno, "mount",
+					   "cannot create a deny-read mask: %m");
 		fd = open("/dev/.ward-mask-file", O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0000);
 		if (fd < 0)
-			return ward__error(err, -errno, "mount", "cannot create a deny-read mask: %m");
+			return ward__error(err, -errno, "mount",
+					   "cannot create a deny-read mask: %m");
 		close(fd);
 	}
 	return 0;
@@ -150,14 +156,16 @@ static int mask_deny(const struct ward_policy *p, struct ward_error *err)
 			return ward__error(err, r, "mount", "cannot clone the deny-read mask: %m");
 		r = setattr_fd(fd, MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, 0);
 		if (r < 0)
-			return ward__error(err, r, "mount", "cannot make the deny-read mask read-only: %m");
+			return ward__error(err, r, "mount",
+					   "cannot make the deny-read mask read-only: %m");
 		r = attach(fd, d->path);
 		if (r < 0)
 			return ward__error(err, r, "mount", "cannot hide '%s': %m", d->path);
 	}
 	if (p->n_deny > 0) {
 		if (rmdir("/dev/.ward-mask-dir") < 0 || unlink("/dev/.ward-mask-file") < 0)
-			return ward__error(err, -errno, "mount", "cannot remove the deny-read mask names: %m");
+			return ward__error(err, -errno, "mount",
+					   "cannot remove the deny-read mask names: %m");
 	}
 	return 0;
 }
@@ -169,17 +177,20 @@ static int mask_deny(const struct ward_policy *p, struct ward_error *err)
  * /proc/sys would let the command set kernel.core_pattern and run code as root
  * outside. They are bound read-only over themselves, as bubblewrap does.
  */
-static const char *const proc_readonly[] = { "/proc/sys", "/proc/sysrq-trigger", "/proc/irq", "/proc/bus",
-					     "/proc/fs" };
+static const char *const proc_readonly[] = {"/proc/sys", "/proc/sysrq-trigger", "/proc/irq",
+					    "/proc/bus", "/proc/fs"};
 
 static int mount_proc(struct ward_error *err)
 {
 	int r;
 
 	if (mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0) {
-		ward__error(err, -errno, "mount", "cannot mount a fresh '/proc' for the pid namespace: %m");
+		ward__error(err, -errno, "mount",
+			    "cannot mount a fresh '/proc' for the pid namespace: %m");
 		/* The kernel refuses a new proc when parts of the host's /proc are over-mounted (containers). */
-		ward__error_hint(err, "the host's /proc has hidden parts (a container?); run ward on the host or with --security-opt systempaths=unconfined");
+		ward__error_hint(
+			err,
+			"the host's /proc has hidden parts (a container?); run ward on the host or with --security-opt systempaths=unconfined");
 		return -EPERM;
 	}
 	for (size_t i = 0; i < ELEMENTSOF(proc_readonly); i++) {
@@ -212,7 +223,8 @@ int ward__mounts_setup(const struct ward_policy *p, struct ward_error *err)
 	/* Private: our mounts never reach the host, the host's never reach us. */
 	/* The first mount: failing here means the namespace has no capabilities (AppArmor's restriction). */
 	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
-		return ward__error(err, -errno, "userns", "cannot make '/' private in the new mount namespace: %m");
+		return ward__error(err, -errno, "userns",
+				   "cannot make '/' private in the new mount namespace: %m");
 
 	if (p->mode == WARD_MODE_DANGER_FULL_ACCESS)
 		return mount_proc(err);
@@ -220,12 +232,15 @@ int ward__mounts_setup(const struct ward_policy *p, struct ward_error *err)
 	for (size_t i = 0; i < n_roots; i++) {
 		r = clone_tree(p->roots.v[i], &root_fds[i]);
 		if (r < 0) {
-			ward__error(err, r, "mount", "cannot clone writable root '%s': %m", p->roots.v[i]);
+			ward__error(err, r, "mount", "cannot clone writable root '%s': %m",
+				    p->roots.v[i]);
 			goto out;
 		}
-		r = setattr_fd(root_fds[i], MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, MOUNT_ATTR_RDONLY);
+		r = setattr_fd(root_fds[i], MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV,
+			       MOUNT_ATTR_RDONLY);
 		if (r < 0) {
-			ward__error(err, r, "mount", "cannot make writable root '%s' writable: %m", p->roots.v[i]);
+			ward__error(err, r, "mount", "cannot make writable root '%s' writable: %m",
+				    p->roots.v[i]);
 			goto out;
 		}
 	}
@@ -245,7 +260,8 @@ int ward__mounts_setup(const struct ward_policy *p, struct ward_error *err)
 	for (size_t i = 0; i < n_roots; i++) {
 		r = attach(root_fds[i], p->roots.v[i]);
 		if (r < 0) {
-			ward__error(err, r, "mount", "cannot bind writable root '%s': %m", p->roots.v[i]);
+			ward__error(err, r, "mount", "cannot bind writable root '%s': %m",
+				    p->roots.v[i]);
 			goto out;
 		}
 	}

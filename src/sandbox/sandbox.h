@@ -16,7 +16,8 @@
 struct ward__features {
 	bool userns; /* an unprivileged user namespace with a mount namespace can be created */
 	int userns_errno; /* why not (positive errno), when !userns */
-	char userns_why[160]; /* one-line reason, e.g. "kernel.apparmor_restrict_unprivileged_userns=1" */
+	char userns_why
+		[160]; /* one-line reason, e.g. "kernel.apparmor_restrict_unprivileged_userns=1" */
 	int landlock_abi; /* 0 when Landlock is unavailable */
 	int landlock_errno;
 	bool seccomp; /* seccomp filters can be installed */
@@ -39,8 +40,9 @@ WARD_INTERNAL const struct ward__features *ward__features_get(void);
  * give for this policy without namespaces (the Landlock+seccomp fallback).
  * Returns the length written.
  */
-WARD_INTERNAL size_t ward__features_missing_guarantees(const struct ward__features *f, const struct ward_policy *p,
-							char *buf, size_t size);
+WARD_INTERNAL size_t ward__features_missing_guarantees(const struct ward__features *f,
+						       const struct ward_policy *p, char *buf,
+						       size_t size);
 
 /* ------------------------------------------------------------ Landlock (landlock.c) */
 
@@ -82,8 +84,8 @@ struct ward__seccomp_prog {
 	bool has_notify; /* contains SECCOMP_RET_USER_NOTIF actions */
 };
 
-WARD_INTERNAL int ward__seccomp_build(const struct ward__seccomp_opts *o, struct ward__seccomp_prog *ret,
-				      struct ward_error *err);
+WARD_INTERNAL int ward__seccomp_build(const struct ward__seccomp_opts *o,
+				      struct ward__seccomp_prog *ret, struct ward_error *err);
 WARD_INTERNAL void ward__seccomp_prog_release(struct ward__seccomp_prog *prog);
 /*
  * Loads the filter on the calling thread (no_new_privs must be set). When the
@@ -105,7 +107,8 @@ enum ward__msg_type {
 	WARD_MSG_STATUS = 2, /* payload: struct ward__msg_status; the command ended */
 	WARD_MSG_DENIAL = 3, /* payload: struct ward__msg_denial */
 	WARD_MSG_READY = 4, /* payload: struct ward__msg_ready; the command was exec()ed */
-	WARD_MSG_DENIALS_DROPPED = 5, /* payload: struct ward__msg_dropped; once, from the supervisor */
+	WARD_MSG_DENIALS_DROPPED =
+		5, /* payload: struct ward__msg_dropped; once, from the supervisor */
 };
 
 struct ward__msg_hdr {
@@ -128,11 +131,13 @@ struct ward__msg_ready {
 
 #define WARD_DENIAL_TARGET_MAX 3072
 struct ward__msg_denial {
-	char access[16]; /* "write", "create", "read", "connect", "sendto", "socket", "syscall", "delete", "rename" */
+	char access
+		[16]; /* "write", "create", "read", "connect", "sendto", "socket", "syscall", "delete", "rename" */
 	char syscall[24]; /* "openat", "connect", ... */
 	int32_t error; /* positive errno the command got */
 	int32_t pid; /* inside the sandbox */
-	char target[WARD_DENIAL_TARGET_MAX]; /* path, address, or syscall arguments; NUL-terminated */
+	char target
+		[WARD_DENIAL_TARGET_MAX]; /* path, address, or syscall arguments; NUL-terminated */
 };
 
 /* Denials the supervisor did not send because WARD_MAX_DENIALS were sent already. */
@@ -273,5 +278,5 @@ WARD_INTERNAL int ward__mounts_setup(const struct ward_policy *p, struct ward_er
 
 /* init.c: the PID 1 loop. Never returns. */
 _noreturn_ WARD_INTERNAL void ward__init_main(const struct ward__spawn_opts *o, int report_fd,
-					      const struct ward__seccomp_prog *prog, int landlock_fd,
-					      bool isolated);
+					      const struct ward__seccomp_prog *prog,
+					      int landlock_fd, bool isolated);

@@ -74,7 +74,7 @@ static int pidfd_send(int pidfd, int sig)
 
 _noreturn_ static void child_fail(int report_fd, const struct ward_error *e)
 {
-	struct ward__msg_error m = { .error = *e, .exit_code = 125 };
+	struct ward__msg_error m = {.error = *e, .exit_code = 125};
 
 	ward__report(report_fd, WARD_MSG_ERROR, &m, sizeof(m));
 	_exit(125);
@@ -103,10 +103,11 @@ static int write_id_maps(uid_t uid, gid_t gid, struct ward_error *err)
 static int loopback_up(struct ward_error *err)
 {
 	_cleanup_close_ int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-	struct ifreq ifr = { 0 };
+	struct ifreq ifr = {0};
 
 	if (fd < 0)
-		return ward__error(err, -errno, "network", "cannot create a socket to bring 'lo' up: %m");
+		return ward__error(err, -errno, "network",
+				   "cannot create a socket to bring 'lo' up: %m");
 	memcpy(ifr.ifr_name, "lo", 3);
 	if (ioctl(fd, SIOCGIFFLAGS, &ifr) < 0)
 		return ward__error(err, -errno, "network", "cannot read the flags of 'lo': %m");
@@ -195,13 +196,13 @@ static void close_inherited_fds(const struct ward__spawn_opts *o, int report_fd,
 }
 
 _noreturn_ static void child_main(const struct ward__spawn_opts *opts, int report_fd, int life_fd,
-				  int pty_sock, const struct ward__seccomp_prog *prog, bool isolated, uid_t uid,
-				  gid_t gid, int landlock_abi)
+				  int pty_sock, const struct ward__seccomp_prog *prog,
+				  bool isolated, uid_t uid, gid_t gid, int landlock_abi)
 {
 	struct ward__spawn_opts local = *opts, *o = &local;
 	const struct ward_policy *p = o->policy;
-	struct ward_error e = { 0 };
-	struct pollfd pfd = { .fd = life_fd, .events = POLLIN };
+	struct ward_error e = {0};
+	struct pollfd pfd = {.fd = life_fd, .events = POLLIN};
 	int landlock_fd = -1;
 	int r;
 
@@ -236,16 +237,18 @@ _noreturn_ static void child_main(const struct ward__spawn_opts *opts, int repor
 		close(pty_sock);
 	}
 	if (isolated) {
-		struct ward__msg_ready m = { .pid = 0 };
+		struct ward__msg_ready m = {.pid = 0};
 
 		ward__report(report_fd, WARD_MSG_READY, &m, sizeof(m));
 	}
 	if (chdir(p->resolved_cwd) < 0) {
-		ward__error(&e, -errno, "spawn", "cannot enter the working directory '%s': %m", p->resolved_cwd);
+		ward__error(&e, -errno, "spawn", "cannot enter the working directory '%s': %m",
+			    p->resolved_cwd);
 		child_fail(report_fd, &e);
 	}
 	if (landlock_abi > 0 && p->mode != WARD_MODE_DANGER_FULL_ACCESS) {
-		r = ward__landlock_build(p, landlock_abi, !isolated && !p->network, &landlock_fd, &e);
+		r = ward__landlock_build(p, landlock_abi, !isolated && !p->network, &landlock_fd,
+					 &e);
 		if (r < 0)
 			child_fail(report_fd, &e);
 	}
@@ -254,8 +257,8 @@ _noreturn_ static void child_main(const struct ward__spawn_opts *opts, int repor
 
 /* ------------------------------------------------------------------ parent side */
 
-static int guard_setup(struct ward__sandbox *sb, const struct ward_policy *p, struct spawn_priv *priv,
-		       struct ward_error *err)
+static int guard_setup(struct ward__sandbox *sb, const struct ward_policy *p,
+		       struct spawn_priv *priv, struct ward_error *err)
 {
 	size_t n = 0;
 
@@ -279,12 +282,15 @@ static int guard_setup(struct ward__sandbox *sb, const struct ward_policy *p, st
 		wd = inotify_add_watch(sb->guard_fd, e->guard_dir,
 				       IN_CREATE | IN_MOVED_TO | IN_ONLYDIR | IN_DONT_FOLLOW);
 		if (wd < 0) {
-			ward__error(err, -errno, "guard", "cannot watch '%s' for '%s' being created: %m",
-				    e->guard_dir, e->guard_name);
-			ward__error_hint(err, "raise fs.inotify.max_user_watches or max_user_instances");
+			ward__error(err, -errno, "guard",
+				    "cannot watch '%s' for '%s' being created: %m", e->guard_dir,
+				    e->guard_name);
+			ward__error_hint(err,
+					 "raise fs.inotify.max_user_watches or max_user_instances");
 			return -errno;
 		}
-		priv->guards[priv->n_guards++] = (struct guard_entry){ wd, e->guard_dir, e->guard_name };
+		priv->guards[priv->n_guards++] =
+			(struct guard_entry){wd, e->guard_dir, e->guard_name};
 	}
 	return 0;
 }
@@ -310,12 +316,14 @@ static const struct fast_features *fast_features(void)
 
 	if (!done) {
 		uint32_t action = SECCOMP_RET_USER_NOTIF;
-		long abi = syscall(SYS_landlock_create_ruleset, NULL, 0, 1U /* LANDLOCK_CREATE_RULESET_VERSION */);
+		long abi = syscall(SYS_landlock_create_ruleset, NULL, 0,
+				   1U /* LANDLOCK_CREATE_RULESET_VERSION */);
 
 		ff.landlock_abi = abi > 0 ? (int)abi : 0;
 		/* User notification (5.0) and pidfd_getfd (5.6) for the supervisor. */
-		ff.user_notif = syscall(SYS_seccomp, 2 /* SECCOMP_GET_ACTION_AVAIL */, 0, &action) == 0 &&
-				syscall(SYS_pidfd_getfd, -1, 0, 0) < 0 && errno == EBADF;
+		ff.user_notif =
+			syscall(SYS_seccomp, 2 /* SECCOMP_GET_ACTION_AVAIL */, 0, &action) == 0 &&
+			syscall(SYS_pidfd_getfd, -1, 0, 0) < 0 && errno == EBADF;
 		done = true;
 	}
 	return &ff;
@@ -327,7 +335,7 @@ static void wait_setup(struct ward__sandbox *sb)
 	bool eof = false;
 
 	while (!sb->ready && !sb->have_error && !eof) {
-		struct pollfd pfd = { .fd = sb->report_fd, .events = POLLIN };
+		struct pollfd pfd = {.fd = sb->report_fd, .events = POLLIN};
 
 		if (poll(&pfd, 1, -1) < 0 && errno != EINTR)
 			return;
@@ -337,15 +345,15 @@ static void wait_setup(struct ward__sandbox *sb)
 }
 
 /* Returns 1 when namespaces were refused by the host (caller falls back), 0 or -errno otherwise. */
-static int spawn_attempt(const struct ward__spawn_opts *o, struct ward__sandbox *sb, bool isolated, int landlock_abi,
-			 bool user_notif, struct ward_error *err)
+static int spawn_attempt(const struct ward__spawn_opts *o, struct ward__sandbox *sb, bool isolated,
+			 int landlock_abi, bool user_notif, struct ward_error *err)
 {
 	const struct ward_policy *p = o->policy;
 	bool danger = p->mode == WARD_MODE_DANGER_FULL_ACCESS;
-	struct ward__seccomp_opts so = { 0 };
-	struct ward__seccomp_prog prog = { 0 };
+	struct ward__seccomp_opts so = {0};
+	struct ward__seccomp_prog prog = {0};
 	_cleanup_free_ struct spawn_priv *priv = NULL;
-	int report[2] = { -1, -1 }, life[2] = { -1, -1 }, ptys[2] = { -1, -1 };
+	int report[2] = {-1, -1}, life[2] = {-1, -1}, ptys[2] = {-1, -1};
 	unsigned long flags;
 	int pidfd = -1;
 	uid_t uid = geteuid();
@@ -396,7 +404,8 @@ static int spawn_attempt(const struct ward__spawn_opts *o, struct ward__sandbox 
 	if (pid < 0) {
 		r = -errno;
 		/* EPERM: a seccomp filter or AppArmor; ENOSPC/EUSERS: user.max_user_namespaces; EINVAL: no userns. */
-		if (isolated && (r == -EPERM || r == -EACCES || r == -ENOSPC || r == -EUSERS || r == -EINVAL)) {
+		if (isolated &&
+		    (r == -EPERM || r == -EACCES || r == -ENOSPC || r == -EUSERS || r == -EINVAL)) {
 			r = 1;
 			goto fail;
 		}
@@ -410,7 +419,8 @@ static int spawn_attempt(const struct ward__spawn_opts *o, struct ward__sandbox 
 			close(sb->guard_fd);
 		if (ptys[0] >= 0)
 			close(ptys[0]);
-		child_main(o, report[1], life[0], ptys[1], &prog, isolated, uid, gid, danger ? 0 : landlock_abi);
+		child_main(o, report[1], life[0], ptys[1], &prog, isolated, uid, gid,
+			   danger ? 0 : landlock_abi);
 	}
 
 	close(report[1]);
@@ -476,7 +486,8 @@ fail:
 	return r;
 }
 
-int ward__sandbox_spawn(const struct ward__spawn_opts *o, struct ward__sandbox *sb, struct ward_error *err)
+int ward__sandbox_spawn(const struct ward__spawn_opts *o, struct ward__sandbox *sb,
+			struct ward_error *err)
 {
 	const struct ward_policy *p = o->policy;
 	const struct fast_features *ff = fast_features();
@@ -484,9 +495,12 @@ int ward__sandbox_spawn(const struct ward__spawn_opts *o, struct ward__sandbox *
 	bool danger;
 	int r;
 
-	*sb = (struct ward__sandbox){
-		.pid = -1, .pidfd = -1, .report_fd = -1, .guard_fd = -1, .life_fd = -1, .pty_master = -1
-	};
+	*sb = (struct ward__sandbox){.pid = -1,
+				     .pidfd = -1,
+				     .report_fd = -1,
+				     .guard_fd = -1,
+				     .life_fd = -1,
+				     .pty_master = -1};
 	if (!p || !p->resolved)
 		return ward__error(err, -EINVAL, "policy", "the policy was not resolved");
 	if (!o->argv || !o->argv[0])
@@ -505,21 +519,28 @@ int ward__sandbox_spawn(const struct ward__spawn_opts *o, struct ward__sandbox *
 	/* The host refused namespaces: now learn why, for the message and the hint. */
 	f = ward__features_get();
 	if (p->require_isolation) {
-		ward__error(err, -EPERM, "userns", "user namespaces are unavailable (%s) and --require-isolation was given",
-			    f->userns_why[0] ? f->userns_why : "refused by this host");
-		ward__error_hint(err, "run 'ward doctor' for what this host refuses and how to allow it");
+		ward__error(
+			err, -EPERM, "userns",
+			"user namespaces are unavailable (%s) and --require-isolation was given",
+			f->userns_why[0] ? f->userns_why : "refused by this host");
+		ward__error_hint(
+			err, "run 'ward doctor' for what this host refuses and how to allow it");
 		return -EPERM;
 	}
 	/* Without namespaces and without Landlock, nothing would confine writes: refuse, never pretend. */
 	if (ff->landlock_abi < 1) {
-		ward__error(err, -EPERM, "userns", "cannot sandbox: user namespaces are unavailable (%s) and so is Landlock",
-			    f->userns_why[0] ? f->userns_why : "refused by this host");
-		ward__error_hint(err, "run 'ward doctor' for what this host refuses and how to allow it");
+		ward__error(
+			err, -EPERM, "userns",
+			"cannot sandbox: user namespaces are unavailable (%s) and so is Landlock",
+			f->userns_why[0] ? f->userns_why : "refused by this host");
+		ward__error_hint(
+			err, "run 'ward doctor' for what this host refuses and how to allow it");
 		return -EPERM;
 	}
 	r = spawn_attempt(o, sb, false, ff->landlock_abi, ff->user_notif, err);
 	if (r == 0)
-		ward__features_missing_guarantees(f, p, sb->fallback_missing, sizeof(sb->fallback_missing));
+		ward__features_missing_guarantees(f, p, sb->fallback_missing,
+						  sizeof(sb->fallback_missing));
 	return r;
 }
 
@@ -551,7 +572,8 @@ static void add_denial(struct ward__sandbox *sb, const char *access, const char 
 	sb->n_denials++;
 }
 
-static void handle_message(struct ward__sandbox *sb, const struct ward__msg_hdr *h, const char *payload)
+static void handle_message(struct ward__sandbox *sb, const struct ward__msg_hdr *h,
+			   const char *payload)
 {
 	switch (h->type) {
 	case WARD_MSG_ERROR:
@@ -611,7 +633,8 @@ int ward__sandbox_read_reports(struct ward__sandbox *sb, bool *ret_eof)
 		return 0;
 	}
 	for (;;) {
-		ssize_t n = read(sb->report_fd, priv->rbuf + priv->rlen, sizeof(priv->rbuf) - priv->rlen);
+		ssize_t n = read(sb->report_fd, priv->rbuf + priv->rlen,
+				 sizeof(priv->rbuf) - priv->rlen);
 		size_t off = 0;
 
 		if (n < 0) {
@@ -679,7 +702,7 @@ static int remove_tree_at(int parent_fd, const char *name, unsigned depth)
 
 static void wait_init_dead(struct ward__sandbox *sb, int timeout_ms)
 {
-	struct pollfd pfd = { .fd = sb->pidfd, .events = POLLIN };
+	struct pollfd pfd = {.fd = sb->pidfd, .events = POLLIN};
 
 	if (sb->pidfd >= 0)
 		poll(&pfd, 1, timeout_ms);
@@ -748,7 +771,8 @@ static size_t list_children(pid_t pid, pid_t *list, size_t n, size_t max)
 
 		if (de->d_name[0] == '.')
 			continue;
-		snprintf(cpath, sizeof(cpath), "/proc/%d/task/%.16s/children", (int)pid, de->d_name);
+		snprintf(cpath, sizeof(cpath), "/proc/%d/task/%.16s/children", (int)pid,
+			 de->d_name);
 		fd = open(cpath, O_RDONLY | O_CLOEXEC);
 		if (fd < 0)
 			continue;
@@ -824,15 +848,15 @@ void ward__sandbox_kill(struct ward__sandbox *sb)
 int ward__sandbox_wait(struct ward__sandbox *sb, int *ret_exit_code)
 {
 	struct spawn_priv *priv = sb->priv;
-	siginfo_t si = { 0 };
+	siginfo_t si = {0};
 	bool eof = false;
 	int code;
 
 	for (;;) {
 		struct pollfd pfds[3] = {
-			{ .fd = sb->pidfd, .events = POLLIN },
-			{ .fd = sb->report_fd, .events = POLLIN },
-			{ .fd = sb->guard_fd, .events = POLLIN },
+			{.fd = sb->pidfd, .events = POLLIN},
+			{.fd = sb->report_fd, .events = POLLIN},
+			{.fd = sb->guard_fd, .events = POLLIN},
 		};
 
 		if (poll(pfds, 3, -1) < 0 && errno != EINTR)
@@ -853,7 +877,7 @@ int ward__sandbox_wait(struct ward__sandbox *sb, int *ret_exit_code)
 	}
 	/* init has exited: every writer of the report pipe is gone, so this reaches EOF. */
 	while (!eof && sb->report_fd >= 0) {
-		struct pollfd pfd = { .fd = sb->report_fd, .events = POLLIN };
+		struct pollfd pfd = {.fd = sb->report_fd, .events = POLLIN};
 
 		if (poll(&pfd, 1, 1000) <= 0)
 			break;
@@ -901,7 +925,10 @@ void ward__sandbox_release(struct ward__sandbox *sb)
 	if (priv)
 		free(priv->guards);
 	free(priv);
-	*sb = (struct ward__sandbox){
-		.pid = -1, .pidfd = -1, .report_fd = -1, .guard_fd = -1, .life_fd = -1, .pty_master = -1
-	};
+	*sb = (struct ward__sandbox){.pid = -1,
+				     .pidfd = -1,
+				     .report_fd = -1,
+				     .guard_fd = -1,
+				     .life_fd = -1,
+				     .pty_master = -1};
 }
