@@ -33,4 +33,9 @@ c = socket.create_connection(s.getsockname()); assert c.recv(2) == b\"ok\""
 echo "  inside: pid $$, uid $(id -u), caps $(grep CapEff /proc/self/status | cut -f2), $(grep Seccomp: /proc/self/status | tr -d "\t")"
 '
 echo "on the host afterwards: $(git -C "$work" log --oneline | wc -l) commits, hooks: $(ls "$work/.git/hooks" | grep -c -v sample || true) non-sample"
+echo
+echo "\$ ward run --json -C $work -- sh -c 'echo x > /etc/passwd; echo y > .git/hooks/pre-push; false'"
+"$ward" run --json -C "$work" -- sh -c 'echo x > /etc/passwd; echo y > .git/hooks/pre-push; false' |
+	python3 -c 'import json, sys; d = json.load(sys.stdin); print("  exit_code:", d["exit_code"], " sandbox_denied:", d["sandbox_denied"]); [print("  denied:", x["access"], x["target"], x["error"]) for x in d["denials"]]'
+echo
 "$ward" doctor | head -n 12
