@@ -87,6 +87,18 @@ struct ward__seccomp_prog {
 WARD_INTERNAL int ward__seccomp_build(const struct ward__seccomp_opts *o,
 				      struct ward__seccomp_prog *ret, struct ward_error *err);
 WARD_INTERNAL void ward__seccomp_prog_release(struct ward__seccomp_prog *prog);
+/* Always generates the filter with libseccomp (what _build does when no precompiled one exists). */
+WARD_INTERNAL int ward__seccomp_compile(const struct ward__seccomp_opts *o, struct ward__seccomp_prog *ret,
+					struct ward_error *err);
+/* The options as an index 0..31 into the precompiled filters. */
+WARD_INTERNAL unsigned ward__seccomp_opts_index(const struct ward__seccomp_opts *o);
+
+/* One filter compiled at build time (seccomp-gen.c writes the table). */
+struct ward__seccomp_precompiled {
+	const void *insns;
+	unsigned short len; /* 0: not precompiled, compile at run time */
+	bool has_notify;
+};
 /*
  * Loads the filter on the calling thread (no_new_privs must be set). When the
  * program has notify actions, *ret_listener_fd receives the notification fd,

@@ -419,8 +419,8 @@ static int export_bpf(scmp_filter_ctx ctx, struct ward__seccomp_prog *ret, struc
 	return 0;
 }
 
-int ward__seccomp_build(const struct ward__seccomp_opts *o, struct ward__seccomp_prog *ret,
-			struct ward_error *err)
+int ward__seccomp_compile(const struct ward__seccomp_opts *o, struct ward__seccomp_prog *ret,
+			  struct ward_error *err)
 {
 	struct build b = {.err = err};
 	struct ward__seccomp_prog prog = {0};
@@ -454,6 +454,44 @@ out:
 	seccomp_release(b.ctx);
 	return r < 0 ? r : 0;
 }
+
+unsigned ward__seccomp_opts_index(const struct ward__seccomp_opts *o)
+{
+	return (o->network_off ? 1u : 0u) | (o->netns ? 2u : 0u) | (o->supervise_connect ? 4u : 0u) |
+	       (o->observe_fs ? 8u : 0u) | (o->observe_reads ? 16u : 0u);
+}
+
+#if !defined(WARD_SECCOMP_NO_PRECOMPILED) && __has_include("seccomp-precompiled.h")
+/*
+ * The filters for every combination of options, compiled by libseccomp at
+ * build time (seccomp-gen.c): generating BPF costs about a millisecond per
+ * launch, more than mounting the whole sandbox, and its result only depends
+ * on these five switches and the architecture.
+ */
+#include "seccomp-precompiled.h"
+
+int ward__seccomp_build(const struct ward__seccomp_opts *o, struct ward__seccomp_prog *ret,
+			struct ward_error *err)
+{
+	const struct ward__seccomp_precompiled *pc = &ward__seccomp_precompiled[ward__seccomp_opts_index(o)];
+	void *insns;
+
+	if (pc->len == 0)
+		return ward__seccomp_compile(o, ret, err);
+	insns = malloc(pc->len * sizeof(struct sock_filter));
+	if (!insns)
+		return ward__error(err, -ENOMEM, "seccomp", "out of memory");
+	memcpy(insns, pc->insns, pc->len * sizeof(struct sock_filter));
+	*ret = (struct ward__seccomp_prog){.insns = insns, .len = pc->len, .has_notify = pc->has_notify};
+	return 0;
+}
+#else
+int ward__seccomp_build(const struct ward__seccomp_opts *o, struct ward__seccomp_prog *ret,
+			struct ward_error *err)
+{
+	return ward__seccomp_compile(o, ret, err);
+}
+#endif
 
 void ward__seccomp_prog_release(struct ward__seccomp_prog *prog)
 {
