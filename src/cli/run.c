@@ -283,7 +283,7 @@ static int run_plain(struct cli_run_args *a)
 					ward__sandbox_signal(&sb, (int)si.ssi_signo);
 			}
 		}
-		if (p[0].revents & POLLIN)
+		if ((p[0].revents & POLLIN) || sb.have_status)
 			break;
 	}
 	/* Everything inside is dead now; flush what the pty still holds. */
@@ -309,7 +309,11 @@ static int run_plain(struct cli_run_args *a)
 					sb.denials[i].target);
 	if (timed_out)
 		code = WARD_EXIT_TIMEOUT;
-	ward__sandbox_release(&sb);
+	/* ward exits next: init, already done with the command, is reaped by our parent. */
+	if (sb.have_status)
+		ward__sandbox_release_exiting(&sb);
+	else
+		ward__sandbox_release(&sb);
 	if (tty.master >= 0)
 		close(tty.master);
 	return code;

@@ -377,7 +377,21 @@ void ward__init_main(const struct ward__spawn_opts *o, int report_fd,
 		cmd_fail(report_fd, 125, &e);
 	}
 
-	/* init keeps none of the command's stdio: EOF must come when the command's side closes. */
+	/*
+	 * init keeps none of the command's stdio, nor ward's own (it never
+	 * writes to them): whoever reads ward's output sees EOF as soon as the
+	 * command's side closes, not after init has torn the namespaces down.
+	 */
+	{
+		int devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
+
+		if (devnull >= 0) {
+			for (int i = 0; i < 3; i++)
+				dup2(devnull, i);
+			if (devnull > 2)
+				close(devnull);
+		}
+	}
 	for (int i = 0; i < 3; i++)
 		if (o->stdio[i] > 2)
 			close(o->stdio[i]);

@@ -88,8 +88,8 @@ WARD_INTERNAL int ward__seccomp_build(const struct ward__seccomp_opts *o,
 				      struct ward__seccomp_prog *ret, struct ward_error *err);
 WARD_INTERNAL void ward__seccomp_prog_release(struct ward__seccomp_prog *prog);
 /* Always generates the filter with libseccomp (what _build does when no precompiled one exists). */
-WARD_INTERNAL int ward__seccomp_compile(const struct ward__seccomp_opts *o, struct ward__seccomp_prog *ret,
-					struct ward_error *err);
+WARD_INTERNAL int ward__seccomp_compile(const struct ward__seccomp_opts *o,
+					struct ward__seccomp_prog *ret, struct ward_error *err);
 /* The options as an index 0..31 into the precompiled filters. */
 WARD_INTERNAL unsigned ward__seccomp_opts_index(const struct ward__seccomp_opts *o);
 
@@ -273,6 +273,13 @@ WARD_INTERNAL void ward__sandbox_kill(struct ward__sandbox *sb);
  */
 WARD_INTERNAL int ward__sandbox_wait(struct ward__sandbox *sb, int *ret_exit_code);
 WARD_INTERNAL void ward__sandbox_release(struct ward__sandbox *sb);
+/*
+ * Like release, but does not wait for init to finish exiting: for a caller
+ * that exits right after (the CLI), whose own parent reaps what is left.
+ * Only valid once ward__sandbox_wait() has seen the command's status (every
+ * process of the sandbox is dead by then).
+ */
+WARD_INTERNAL void ward__sandbox_release_exiting(struct ward__sandbox *sb);
 
 /*
  * Kills every descendant of root (not root itself) found through /proc, a few

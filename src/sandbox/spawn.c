@@ -852,7 +852,7 @@ int ward__sandbox_wait(struct ward__sandbox *sb, int *ret_exit_code)
 	bool eof = false;
 	int code;
 
-	for (;;) {
+	while (!sb->have_status) {
 		struct pollfd pfds[3] = {
 			{.fd = sb->pidfd, .events = POLLIN},
 			{.fd = sb->report_fd, .events = POLLIN},
@@ -865,16 +865,29 @@ int ward__sandbox_wait(struct ward__sandbox *sb, int *ret_exit_code)
 			ward__sandbox_read_reports(sb, &eof);
 		if (pfds[2].revents)
 			ward__sandbox_handle_guard(sb);
-		if (pfds[0].revents & POLLIN)
+		/*
+		 * init reports the status only after it killed and reaped every
+		 * other process of the sandbox: the run is over then. Tearing the
+		 * namespaces down takes init another millisecond, which need not
+		 * be waited for (release() reaps it).
+		 */
+		if ((pfds[0].revents & POLLIN) || sb->have_status)
 			break;
 	}
 	ward__sandbox_handle_guard(sb);
 	if (!priv->reaped) {
-		if (waitid((idtype_t)P_PIDFD, (id_t)sb->pidfd, &si, WEXITED) < 0)
+		si.si_pid = 0;
+		if (waitid((idtype_t)P_PIDFD, (id_t)sb->pidfd, &si,
+			   WEXITED | (sb->have_status ? WNOHANG : 0)) < 0)
 			return -errno;
-		priv->reaped = true;
-		priv->init_status = si.si_code == CLD_EXITED ? si.si_status : 128 + si.si_status;
+		if (si.si_pid != 0) {
+			priv->reaped = true;
+			priv->init_status =
+				si.si_code == CLD_EXITED ? si.si_status : 128 + si.si_status;
+		}
 	}
+	if (!priv->reaped)
+		eof = true; /* the status is in; init's last word was it */
 	/* init has exited: every writer of the report pipe is gone, so this reaches EOF. */
 	while (!eof && sb->report_fd >= 0) {
 		struct pollfd pfd = {.fd = sb->report_fd, .events = POLLIN};
@@ -899,11 +912,11 @@ int ward__sandbox_wait(struct ward__sandbox *sb, int *ret_exit_code)
 	return 0;
 }
 
-void ward__sandbox_release(struct ward__sandbox *sb)
+static void release(struct ward__sandbox *sb, bool reap)
 {
 	struct spawn_priv *priv = sb->priv;
 
-	if (priv && !priv->reaped && sb->pidfd >= 0) {
+	if (reap && priv && !priv->reaped && sb->pidfd >= 0) {
 		siginfo_t si;
 
 		ward__sandbox_kill(sb);
@@ -931,4 +944,14 @@ void ward__sandbox_release(struct ward__sandbox *sb)
 				     .guard_fd = -1,
 				     .life_fd = -1,
 				     .pty_master = -1};
+}
+
+void ward__sandbox_release(struct ward__sandbox *sb)
+{
+	release(sb, true);
+}
+
+void ward__sandbox_release_exiting(struct ward__sandbox *sb)
+{
+	release(sb, false);
 }
