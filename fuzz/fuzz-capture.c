@@ -8,15 +8,11 @@
  * byte (scaled: n * 37 bytes, so a record can cross several caps) followed by
  * up to that many payload bytes.
  *
- * Built with -DWARD_LIBFUZZER and -fsanitize=fuzzer it is a libFuzzer target;
- * otherwise main() replays the files and directories given (the corpus run in
- * every test run).
+ * Built with -fsanitize=fuzzer it is a libFuzzer target; linked with
+ * replay.c it replays the corpus (in every test run).
  */
-#include <dirent.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "basic/buf.h"
 #include "exec/exec.h"
@@ -82,63 +78,3 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	ward__capture_release(&c);
 	return 0;
 }
-
-#ifndef WARD_LIBFUZZER
-static int replay_file(const char *path)
-{
-	FILE *f = fopen(path, "rbe");
-	uint8_t *buf;
-	size_t n;
-
-	if (!f) {
-		perror(path);
-		return 1;
-	}
-	buf = malloc(1 << 20);
-	if (!buf)
-		abort();
-	n = fread(buf, 1, 1 << 20, f);
-	fclose(f);
-	LLVMFuzzerTestOneInput(buf, n);
-	free(buf);
-	return 0;
-}
-
-int main(int argc, char **argv)
-{
-	int failed = 0, count = 0;
-
-	for (int i = 1; i < argc; i++) {
-		struct stat st;
-
-		if (stat(argv[i], &st) < 0) {
-			perror(argv[i]);
-			return 1;
-		}
-		if (S_ISDIR(st.st_mode)) {
-			DIR *d = opendir(argv[i]);
-			struct dirent *e;
-
-			if (!d) {
-				perror(argv[i]);
-				return 1;
-			}
-			while ((e = readdir(d))) {
-				char p[4096];
-
-				if (e->d_name[0] == '.')
-					continue;
-				snprintf(p, sizeof(p), "%s/%s", argv[i], e->d_name);
-				failed |= replay_file(p);
-				count++;
-			}
-			closedir(d);
-		} else {
-			failed |= replay_file(argv[i]);
-			count++;
-		}
-	}
-	printf("replayed %d inputs\n", count);
-	return failed;
-}
-#endif

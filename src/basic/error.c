@@ -21,6 +21,31 @@ void ward__error_clear(struct ward_error *err)
 	err->hint[0] = '\0';
 }
 
+/*
+ * A message is one line whatever it quotes (a field name or a path from a
+ * policy file may hold a newline or an escape sequence): control characters
+ * become \xNN, as far as the buffer allows.
+ */
+static void one_line(char *s, size_t size)
+{
+	char tmp[WARD_ERROR_MESSAGE_MAX];
+	size_t o = 0;
+
+	for (const char *p = s; *p && o + 1 < sizeof(tmp); p++) {
+		unsigned char c = (unsigned char)*p;
+
+		if (c < 0x20 || c == 0x7f) {
+			if (o + 5 >= sizeof(tmp))
+				break;
+			o += (size_t)snprintf(tmp + o, sizeof(tmp) - o, "\\x%02x", c);
+		} else {
+			tmp[o++] = (char)c;
+		}
+	}
+	tmp[o] = '\0';
+	snprintf(s, size, "%s", tmp);
+}
+
 int ward__error(struct ward_error *err, int code, const char *stage, const char *fmt, ...)
 {
 	va_list ap;
@@ -34,6 +59,7 @@ int ward__error(struct ward_error *err, int code, const char *stage, const char 
 	va_start(ap, fmt);
 	vsnprintf(err->message, sizeof(err->message), fmt, ap);
 	va_end(ap);
+	one_line(err->message, sizeof(err->message));
 	err->hint[0] = '\0';
 	return code;
 }
@@ -47,4 +73,5 @@ void ward__error_hint(struct ward_error *err, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(err->hint, sizeof(err->hint), fmt, ap);
 	va_end(ap);
+	one_line(err->hint, sizeof(err->hint));
 }

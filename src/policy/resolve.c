@@ -137,11 +137,11 @@ static int protect(struct ward_policy *p, const char *path, const char *reason)
 
 			if (!slash)
 				return 0;
+			free(first);
 			if (slash == anc) {
 				first = anc[1] ? strdup(anc + 1) : NULL;
 				anc[1] = '\0';
 			} else {
-				free(first);
 				first = strdup(slash + 1);
 				*slash = '\0';
 			}

@@ -1,0 +1,747 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The policy model (src/policy): the JSON forms accepted and rejected, merging,
+ * and resolution against real directory trees and real git repositories
+ * (a plain repository, a linked worktree, a submodule-style gitdir file,
+ * core.hooksPath). Works as root and unprivileged: every tree is made under a
+ * fresh directory in /var/tmp that main() removes.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "basic/util.h"
+#include "policy/policy.h"
+#include "tap.h"
+
+static char base[] = "/var/tmp/ward-policy-XXXXXX";
+
+/* ------------------------------------------------------------------ helpers */
+
+/* base/<pid>: one directory per test (each runs in its own child). */
+static void test_dir(char *out, size_t size)
+{
+	snprintf(out, size, "%s/%d", base, (int)getpid());
+	ASSERT_EQ(mkdir(out, 0755), 0);
+}
+
+static void mkdir_p(const char *dir, const char *rel)
+{
+	char path[PATH_MAX];
+
+	snprintf(path, sizeof(path), "%s/%s", dir, rel);
+	for (char *s = path + strlen(dir) + 1; (s = strchr(s, '/')); s++) {
+		*s = '\0';
+		if (mkdir(path, 0755) < 0 && errno != EEXIST)
+			tap_fail(__FILE__, __LINE__, "mkdir %s: %s", path, strerror(errno));
+		*s = '/';
+	}
+	if (mkdir(path, 0755) < 0 && errno != EEXIST)
+		tap_fail(__FILE__, __LINE__, "mkdir %s: %s", path, strerror(errno));
+}
+
+static void write_file(const char *dir, const char *rel, const char *content)
+{
+	char path[PATH_MAX];
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, rel);
+	fd = open(path, O_CREAT | O_TRUNC | O_WRONLY | O_CLOEXEC, 0644);
+	if (fd < 0)
+		tap_fail(__FILE__, __LINE__, "open %s: %s", path, strerror(errno));
+	ASSERT_EQ(write(fd, content, strlen(content)), (ssize_t)strlen(content));
+	close(fd);
+}
+
+/* Runs a program (no shell) with its output thrown away; returns its wait status. */
+static int run_status(const char *const argv[])
+{
+	pid_t pid = fork();
+	int st = -1;
+
+	ASSERT_GE(pid, 0);
+	if (pid == 0) {
+		int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+
+		if (null >= 0) {
+			dup2(null, STDOUT_FILENO);
+			dup2(null, STDERR_FILENO);
+		}
+		execvp(argv[0], (char *const *)argv);
+		_exit(127);
+	}
+	ASSERT_EQ(waitpid(pid, &st, 0), pid);
+	return st;
+}
+
+/* Runs a program; fails the test unless it exits 0. */
+#define RUN(...)                                                                                  \
+	do {                                                                                      \
+		const char *const _argv[] = {__VA_ARGS__, NULL};                                  \
+		int _st = run_status(_argv);                                                      \
+		if (_st != 0)                                                                     \
+			tap_fail(__FILE__, __LINE__, "%s %s: wait status %d", _argv[0], _argv[1], \
+				 _st);                                                            \
+	} while (0)
+
+static void need_git(void)
+{
+	const char *const argv[] = {"git", "--version", NULL};
+
+	if (run_status(argv) != 0)
+		SKIP("git is not installed");
+	/* Never the caller's identity or config: a test repository is its own world. */
+	setenv("GIT_CONFIG_NOSYSTEM", "1", 1);
+	setenv("GIT_CONFIG_GLOBAL", "/dev/null", 1);
+	setenv("GIT_AUTHOR_NAME", "ward", 1);
+	setenv("GIT_AUTHOR_EMAIL", "ward@example.invalid", 1);
+	setenv("GIT_COMMITTER_NAME", "ward", 1);
+	setenv("GIT_COMMITTER_EMAIL", "ward@example.invalid", 1);
+}
+
+static struct ward_policy *load(const char *json, int *ret, struct ward_error *err)
+{
+	struct ward_policy *p;
+
+	ASSERT_OK(ward_policy_new(&p));
+	memset(err, 0, sizeof(*err));
+	*ret = ward_policy_load_json(p, json, strlen(json), "p.json", err);
+	return p;
+}
+
+/* Loads json expecting rejection with a message holding every needle. */
+static void rejects(const char *json, const char *needle1, const char *needle2)
+{
+	struct ward_error err;
+	int r;
+	struct ward_policy *p = load(json, &r, &err);
+
+	if (r >= 0)
+		tap_fail(__FILE__, __LINE__, "accepted: %s", json);
+	ASSERT_TRUE(strncmp(err.message, "policy 'p.json': ", 17) == 0);
+	ASSERT_TRUE(strchr(err.message, '\n') == NULL);
+	ASSERT_CONTAINS(err.message, needle1);
+	if (needle2)
+		ASSERT_CONTAINS(err.message, needle2);
+	ward_policy_free(p);
+}
+
+/* A workspace-write policy for cwd with /tmp and $TMPDIR left out, resolved. */
+static struct ward_policy *resolved(const char *cwd)
+{
+	struct ward_policy *p;
+	struct ward_error err = {0};
+
+	ASSERT_OK(ward_policy_new(&p));
+	ASSERT_OK(ward_policy_set_cwd(p, cwd));
+	ASSERT_OK(ward_policy_set_exclude_slash_tmp(p, true));
+	ASSERT_OK(ward_policy_set_exclude_tmpdir_env_var(p, true));
+	if (ward_policy_resolve(p, &err) < 0)
+		tap_fail(__FILE__, __LINE__, "resolve: %s", err.message);
+	return p;
+}
+
+static const struct ward__protected *find(const struct ward_policy *p, const char *dir,
+					  const char *rel, enum ward__protect_kind kind)
+{
+	char path[PATH_MAX];
+
+	snprintf(path, sizeof(path), "%s/%s", dir, rel);
+	for (size_t i = 0; i < p->n_protected; i++)
+		if (p->protected[i].kind == kind && strcmp(p->protected[i].path, path) == 0)
+			return &p->protected[i];
+	return NULL;
+}
+
+#define ASSERT_PROTECTED(p, dir, rel, kind)                                                    \
+	do {                                                                                   \
+		if (!find(p, dir, rel, kind))                                                  \
+			tap_fail(__FILE__, __LINE__, "%s/%s is not protected as %s", dir, rel, \
+				 #kind);                                                       \
+	} while (0)
+
+/* ------------------------------------------------------------------ JSON accepted */
+
+TEST(own_form_sets_every_field)
+{
+	struct ward_error err;
+	int r;
+	struct ward_policy *p = load(
+		"{\"version\":1,\"mode\":\"read-only\",\"cwd\":\"/srv\",\"writable\":[\"/a\",\"/b\"],"
+		"\"protect\":[\"/a/p\"],\"deny_read\":[\"/etc/shadow\"],\"allow_unix_sockets\":[\"/run/s\"],"
+		"\"network\":\"on\",\"exclude_slash_tmp\":true,\"exclude_tmpdir_env_var\":true,"
+		"\"require_isolation\":true}",
+		&r, &err);
+
+	ASSERT_EQ(r, 0);
+	ASSERT_EQ(p->mode, WARD_MODE_READ_ONLY);
+	ASSERT_STREQ(p->cwd, "/srv");
+	ASSERT_EQ(p->writable.n, 2);
+	ASSERT_STREQ(p->writable.v[1], "/b");
+	ASSERT_STREQ(p->protect.v[0], "/a/p");
+	ASSERT_STREQ(p->deny_read.v[0], "/etc/shadow");
+	ASSERT_STREQ(p->unix_sockets.v[0], "/run/s");
+	ASSERT_TRUE(p->network);
+	ASSERT_TRUE(p->exclude_slash_tmp && p->exclude_tmpdir_env_var && p->require_isolation);
+	ward_policy_free(p);
+
+	p = load("{\"network\":false}", &r, &err);
+	ASSERT_EQ(r, 0);
+	ASSERT_FALSE(p->network);
+	ASSERT_EQ(p->mode, WARD_MODE_WORKSPACE_WRITE);
+	ward_policy_free(p);
+}
+
+TEST(codex_legacy_forms_are_accepted_unchanged)
+{
+	struct ward_error err;
+	int r;
+	struct ward_policy *p;
+
+	p = load(
+		"{\"type\":\"workspace-write\",\"writable_roots\":[\"/w\"],\"network_access\":false,"
+		"\"exclude_tmpdir_env_var\":true,\"exclude_slash_tmp\":false}",
+		&r, &err);
+	ASSERT_EQ(r, 0);
+	ASSERT_EQ(p->mode, WARD_MODE_WORKSPACE_WRITE);
+	ASSERT_STREQ(p->writable.v[0], "/w");
+	ASSERT_FALSE(p->network);
+	ASSERT_TRUE(p->exclude_tmpdir_env_var);
+	ASSERT_FALSE(p->exclude_slash_tmp);
+	ward_policy_free(p);
+
+	p = load("{\"type\":\"workspace-write\",\"network_access\":true}", &r, &err);
+	ASSERT_EQ(r, 0);
+	ASSERT_TRUE(p->network);
+	ward_policy_free(p);
+
+	p = load("{\"type\":\"read-only\"}", &r, &err);
+	ASSERT_EQ(r, 0);
+	ASSERT_EQ(p->mode, WARD_MODE_READ_ONLY);
+	ASSERT_FALSE(p->network);
+	ward_policy_free(p);
+
+	/* Codex's danger-full-access has the network on. */
+	p = load("{\"type\":\"danger-full-access\"}", &r, &err);
+	ASSERT_EQ(r, 0);
+	ASSERT_EQ(p->mode, WARD_MODE_DANGER_FULL_ACCESS);
+	ASSERT_TRUE(p->network);
+	ward_policy_free(p);
+}
+
+TEST(loading_twice_merges_without_duplicates)
+{
+	struct ward_policy *p;
+	struct ward_error err = {0};
+	const char *a = "{\"writable\":[\"/a\",\"/b\"],\"network\":\"on\"}";
+	const char *b = "{\"writable\":[\"/b\",\"/c\"],\"mode\":\"read-only\"}";
+
+	ASSERT_OK(ward_policy_new(&p));
+	ASSERT_OK(ward_policy_add_writable(p, "/a"));
+	ASSERT_OK(ward_policy_load_json(p, a, strlen(a), "a", &err));
+	ASSERT_OK(ward_policy_load_json(p, b, strlen(b), "b", &err));
+	ASSERT_EQ(p->writable.n, 3);
+	ASSERT_STREQ(p->writable.v[2], "/c");
+	/* Later documents override scalars, earlier ones not mentioned stay. */
+	ASSERT_EQ(p->mode, WARD_MODE_READ_ONLY);
+	ASSERT_TRUE(p->network);
+	ward_policy_free(p);
+}
+
+/* ------------------------------------------------------------------ JSON rejected */
+
+TEST(bad_documents_name_the_field_and_the_reason)
+{
+	rejects("{\"mode\":\"workspace-write\",\"frobnicate\":1}", "\"frobnicate\"",
+		"unknown field");
+	rejects("{\"writable\":[\"relative/dir\"]}", "\"writable\"[0]", "must be absolute");
+	rejects("{\"writable\":[\"/ok\",7]}", "\"writable\"[1]", "expected a string");
+	rejects("{\"writable\":\"/tmp\"}", "\"writable\"", "array");
+	rejects("{\"cwd\":\"x\"}", "\"cwd\"", "must be absolute");
+	rejects("{\"cwd\":\"\"}", "\"cwd\"", "empty");
+	rejects("{\"cwd\":\"/a\\u0000b\"}", "invalid JSON", "\\u0000");
+	rejects("{\"mode\":\"sandboxed\"}", "\"mode\"", "read-only");
+	rejects("{\"mode\":1}", "\"mode\"", NULL);
+	rejects("{\"network\":\"maybe\"}", "\"network\"", NULL);
+	rejects("{\"exclude_slash_tmp\":\"yes\"}", "\"exclude_slash_tmp\"", "true or false");
+	rejects("{\"version\":2}", "\"version\"", NULL);
+	rejects("{\"mode\":\"read-only\",\"mode\":\"read-only\"}", "invalid JSON", "duplicate");
+	rejects("{\"mode\":\"read-only\"", "invalid JSON", "line 1");
+	rejects("[]", "object", NULL);
+	rejects("", "invalid JSON", NULL);
+	/* Codex's form: only the fields its type has. */
+	rejects("{\"type\":\"read-only\",\"writable_roots\":[\"/tmp\"]}", "\"writable_roots\"",
+		"read-only");
+	rejects("{\"type\":\"danger-full-access\",\"network_access\":false}", "\"network_access\"",
+		NULL);
+	rejects("{\"type\":\"external-sandbox\"}", "\"type\"", "danger-full-access");
+	rejects("{\"type\":\"sandbox\"}", "\"type\"", "\"sandbox\"");
+	rejects("{\"type\":[]}", "\"type\"", "string");
+	/* A field name with a newline is quoted on one line. */
+	rejects("{\"a\\nb\":1}", "a\\x0ab", "unknown field");
+}
+
+TEST(a_rejected_document_changes_nothing)
+{
+	struct ward_policy *p;
+	struct ward_error err = {0};
+	/* Valid up to the last field: nothing of it may be merged. */
+	const char *bad =
+		"{\"mode\":\"read-only\",\"writable\":[\"/x\"],\"network\":true,\"oops\":1}";
+
+	ASSERT_OK(ward_policy_new(&p));
+	ASSERT_OK(ward_policy_add_writable(p, "/a"));
+	ASSERT_EQ(ward_policy_load_json(p, bad, strlen(bad), "bad", &err), -EINVAL);
+	ASSERT_EQ(p->mode, WARD_MODE_WORKSPACE_WRITE);
+	ASSERT_EQ(p->writable.n, 1);
+	ASSERT_FALSE(p->network);
+	ward_policy_free(p);
+}
+
+TEST(lists_and_files_are_capped)
+{
+	struct ward_policy *p;
+	struct ward_error err = {0};
+	char *json, *big;
+	size_t o = 0, cap = 64 * (WARD_POLICY_MAX_PATHS + 2);
+	int r;
+
+	json = malloc(cap);
+	ASSERT_TRUE(json != NULL);
+	o += (size_t)snprintf(json + o, cap - o, "{\"protect\":[");
+	for (int i = 0; i <= WARD_POLICY_MAX_PATHS; i++)
+		o += (size_t)snprintf(json + o, cap - o, "%s\"/p/%d\"", i ? "," : "", i);
+	snprintf(json + o, cap - o, "]}");
+	ASSERT_OK(ward_policy_new(&p));
+	r = ward_policy_load_json(p, json, strlen(json), "many", &err);
+	ASSERT_EQ(r, -EINVAL);
+	ASSERT_CONTAINS(err.message, "more than 256 paths");
+	ASSERT_EQ(p->protect.n, 0);
+
+	/* Two documents that are each under the cap but not together. */
+	snprintf(json, cap, "{\"deny_read\":[");
+	o = strlen(json);
+	for (int i = 0; i < WARD_POLICY_MAX_PATHS; i++)
+		o += (size_t)snprintf(json + o, cap - o, "%s\"/d/%d\"", i ? "," : "", i);
+	snprintf(json + o, cap - o, "]}");
+	ASSERT_OK(ward_policy_load_json(p, json, strlen(json), "first", &err));
+	ASSERT_OK(ward_policy_add_writable(p, "/w"));
+	ASSERT_EQ(ward_policy_load_json(p, "{\"deny_read\":[\"/x\"]}", 20, "second", &err), -E2BIG);
+	ASSERT_EQ(p->deny_read.n, WARD_POLICY_MAX_PATHS);
+	free(json);
+
+	big = malloc(WARD_POLICY_MAX_FILE + 2);
+	ASSERT_TRUE(big != NULL);
+	memset(big, ' ', WARD_POLICY_MAX_FILE + 1);
+	big[0] = '{';
+	big[WARD_POLICY_MAX_FILE] = '}';
+	ASSERT_EQ(ward_policy_load_json(p, big, WARD_POLICY_MAX_FILE + 1, "big", &err), -EFBIG);
+	ASSERT_CONTAINS(err.message, "larger than");
+	free(big);
+	ward_policy_free(p);
+}
+
+TEST(policy_files_are_read_with_their_name_in_errors)
+{
+	char dir[256], path[PATH_MAX];
+	struct ward_policy *p;
+	struct ward_error err = {0};
+
+	test_dir(dir, sizeof(dir));
+	write_file(dir, "ok.json", "{\"type\":\"read-only\"}\n");
+	write_file(dir, "bad.json", "{\n  \"mode\": \"read-only\",\n  \"x\": 1\n}\n");
+	ASSERT_OK(ward_policy_new(&p));
+	snprintf(path, sizeof(path), "%s/ok.json", dir);
+	ASSERT_OK(ward_policy_load_file(p, path, &err));
+	ASSERT_EQ(p->mode, WARD_MODE_READ_ONLY);
+	snprintf(path, sizeof(path), "%s/bad.json", dir);
+	ASSERT_EQ(ward_policy_load_file(p, path, &err), -EINVAL);
+	ASSERT_CONTAINS(err.message, path);
+	ASSERT_CONTAINS(err.message, "\"x\"");
+	snprintf(path, sizeof(path), "%s/missing.json", dir);
+	ASSERT_EQ(ward_policy_load_file(p, path, &err), -ENOENT);
+	ASSERT_CONTAINS(err.message, "cannot read policy");
+	ward_policy_free(p);
+}
+
+/* ------------------------------------------------------------------ resolution */
+
+TEST(roots_are_canonical_and_tmp_is_optional)
+{
+	char dir[256], link[PATH_MAX], real[PATH_MAX], tmp[PATH_MAX];
+	struct ward_policy *p;
+	struct ward_error err = {0};
+
+	test_dir(dir, sizeof(dir));
+	mkdir_p(dir, "real/work");
+	mkdir_p(dir, "mytmp");
+	snprintf(link, sizeof(link), "%s/link", dir);
+	snprintf(real, sizeof(real), "%s/real", dir);
+	ASSERT_EQ(symlink(real, link), 0);
+	snprintf(link, sizeof(link), "%s/link/work", dir);
+	snprintf(tmp, sizeof(tmp), "%s/mytmp", dir);
+	setenv("TMPDIR", tmp, 1);
+
+	ASSERT_OK(ward_policy_new(&p));
+	ASSERT_OK(ward_policy_set_cwd(p, link));
+	ASSERT_OK(ward_policy_resolve(p, &err));
+	/* The symlink is resolved; /tmp and $TMPDIR are roots by default. */
+	snprintf(real, sizeof(real), "%s/real/work", dir);
+	ASSERT_STREQ(p->resolved_cwd, real);
+	ASSERT_TRUE(ward__strv_contains(&p->roots, real));
+	ASSERT_TRUE(ward__strv_contains(&p->roots, tmp));
+	ASSERT_TRUE(ward__policy_path_writable(p, "/tmp/anything"));
+	ASSERT_FALSE(ward__policy_path_writable(p, "/etc/passwd"));
+	/* Sorted so that parents come before children. */
+	for (size_t i = 1; i < p->roots.n; i++)
+		ASSERT_LE(ward__path_depth(p->roots.v[i - 1]), ward__path_depth(p->roots.v[i]));
+
+	ASSERT_OK(ward_policy_set_exclude_slash_tmp(p, true));
+	ASSERT_OK(ward_policy_set_exclude_tmpdir_env_var(p, true));
+	ASSERT_OK(ward_policy_resolve(p, &err));
+	ASSERT_EQ(p->roots.n, 1);
+	ASSERT_FALSE(ward__policy_path_writable(p, tmp));
+	ward_policy_free(p);
+}
+
+TEST(a_missing_or_wrong_root_fails_resolution)
+{
+	char dir[256], path[PATH_MAX];
+	struct ward_policy *p;
+	struct ward_error err = {0};
+
+	test_dir(dir, sizeof(dir));
+	write_file(dir, "file", "x");
+	ASSERT_OK(ward_policy_new(&p));
+	ASSERT_OK(ward_policy_set_cwd(p, dir));
+	snprintf(path, sizeof(path), "%s/nope", dir);
+	ASSERT_OK(ward_policy_add_writable(p, path));
+	ASSERT_EQ(ward_policy_resolve(p, &err), -ENOENT);
+	ASSERT_CONTAINS(err.message, "writable root");
+	ASSERT_CONTAINS(err.message, path);
+	ASSERT_FALSE(p->resolved);
+	ward_policy_free(p);
+
+	ASSERT_OK(ward_policy_new(&p));
+	snprintf(path, sizeof(path), "%s/file", dir);
+	ASSERT_OK(ward_policy_set_cwd(p, path));
+	ASSERT_EQ(ward_policy_resolve(p, &err), -ENOTDIR);
+	ward_policy_free(p);
+}
+
+TEST(read_only_and_full_access_protect_nothing)
+{
+	char dir[256];
+	struct ward_policy *p;
+	struct ward_error err = {0};
+
+	test_dir(dir, sizeof(dir));
+	mkdir_p(dir, ".git/hooks");
+	ASSERT_OK(ward_policy_new(&p));
+	ASSERT_OK(ward_policy_set_cwd(p, dir));
+	ASSERT_OK(ward_policy_set_mode(p, WARD_MODE_READ_ONLY));
+	ASSERT_OK(ward_policy_resolve(p, &err));
+	ASSERT_EQ(p->roots.n, 0);
+	ASSERT_EQ(p->n_protected, 0);
+	ASSERT_OK(ward_policy_set_mode(p, WARD_MODE_DANGER_FULL_ACCESS));
+	ASSERT_OK(ward_policy_resolve(p, &err));
+	ASSERT_EQ(p->roots.n, 1);
+	ASSERT_STREQ(p->roots.v[0], "/");
+	ASSERT_EQ(p->n_protected, 0);
+	ward_policy_free(p);
+}
+
+TEST(a_git_repository_keeps_hooks_and_config_read_only)
+{
+	char dir[256], repo[512];
+	struct ward_policy *p;
+	const struct ward__protected *e;
+
+	need_git();
+	test_dir(dir, sizeof(dir));
+	snprintf(repo, sizeof(repo), "%s/repo", dir);
+	RUN("git", "init", "-q", repo);
+	p = resolved(repo);
+	ASSERT_PROTECTED(p, repo, ".git", WARD_PROTECT_PIN);
+	ASSERT_PROTECTED(p, repo, ".git/hooks", WARD_PROTECT_READONLY);
+	ASSERT_PROTECTED(p, repo, ".git/config", WARD_PROTECT_READONLY);
+	/* The agent directories do not exist: guarded on the root, named. */
+	e = find(p, repo, ".codex", WARD_PROTECT_MISSING);
+	ASSERT_TRUE(e != NULL);
+	ASSERT_STREQ(e->guard_dir, repo);
+	ASSERT_STREQ(e->guard_name, ".codex");
+	ASSERT_PROTECTED(p, repo, ".agents", WARD_PROTECT_MISSING);
+	ASSERT_PROTECTED(p, repo, ".ward", WARD_PROTECT_MISSING);
+	/* .git itself and objects stay writable: commits work. */
+	ASSERT_TRUE(find(p, repo, ".git", WARD_PROTECT_READONLY) == NULL);
+	ASSERT_TRUE(ward__policy_protected_for(p, "/nonexistent") == NULL);
+	ward_policy_free(p);
+}
+
+TEST(a_missing_hooks_directory_is_guarded)
+{
+	char dir[256], repo[512], hooks[PATH_MAX];
+	struct ward_policy *p;
+	const struct ward__protected *e;
+
+	need_git();
+	test_dir(dir, sizeof(dir));
+	snprintf(repo, sizeof(repo), "%s/repo", dir);
+	RUN("git", "init", "-q", repo);
+	snprintf(hooks, sizeof(hooks), "%s/.git/hooks", repo);
+	RUN("rm", "-rf", hooks);
+	p = resolved(repo);
+	e = find(p, repo, ".git/hooks", WARD_PROTECT_MISSING);
+	ASSERT_TRUE(e != NULL);
+	snprintf(hooks, sizeof(hooks), "%s/.git", repo);
+	ASSERT_STREQ(e->guard_dir, hooks);
+	ASSERT_STREQ(e->guard_name, "hooks");
+	ward_policy_free(p);
+}
+
+TEST(a_linked_worktree_protects_the_real_git_directory)
+{
+	char dir[256], repo[512], wt[512], gitdir[PATH_MAX];
+	struct ward_policy *p;
+	struct ward_error err = {0};
+
+	need_git();
+	test_dir(dir, sizeof(dir));
+	snprintf(repo, sizeof(repo), "%s/repo", dir);
+	snprintf(wt, sizeof(wt), "%s/wt", dir);
+	RUN("git", "init", "-q", repo);
+	RUN("git", "-C", repo, "commit", "-q", "--allow-empty", "-m", "init");
+	RUN("git", "-C", repo, "worktree", "add", "-q", wt);
+
+	/* Only the worktree writable: the repository is outside every root, read-only anyway. */
+	p = resolved(wt);
+	ASSERT_PROTECTED(p, wt, ".git", WARD_PROTECT_READONLY);
+	ASSERT_TRUE(find(p, repo, ".git/hooks", WARD_PROTECT_READONLY) == NULL);
+	ward_policy_free(p);
+
+	/* Worktree and repository writable: the repository's hooks and config are protected. */
+	ASSERT_OK(ward_policy_new(&p));
+	ASSERT_OK(ward_policy_set_cwd(p, wt));
+	ASSERT_OK(ward_policy_add_writable(p, repo));
+	ASSERT_OK(ward_policy_set_exclude_slash_tmp(p, true));
+	ASSERT_OK(ward_policy_set_exclude_tmpdir_env_var(p, true));
+	ASSERT_OK(ward_policy_resolve(p, &err));
+	ASSERT_PROTECTED(p, wt, ".git", WARD_PROTECT_READONLY);
+	ASSERT_PROTECTED(p, repo, ".git/hooks", WARD_PROTECT_READONLY);
+	ASSERT_PROTECTED(p, repo, ".git/config", WARD_PROTECT_READONLY);
+	ASSERT_PROTECTED(p, repo, ".git", WARD_PROTECT_PIN);
+	snprintf(gitdir, sizeof(gitdir), "%s/.git/worktrees", repo);
+	ASSERT_PROTECTED(p, gitdir, "wt", WARD_PROTECT_PIN);
+	ASSERT_PROTECTED(p, gitdir, "wt/commondir", WARD_PROTECT_READONLY);
+	ward_policy_free(p);
+}
+
+TEST(a_submodule_gitdir_file_protects_its_module_directory)
+{
+	char dir[256], sub[PATH_MAX], mod[PATH_MAX];
+	struct ward_policy *p;
+
+	test_dir(dir, sizeof(dir));
+	/* The layout git uses for a submodule: sub/.git names ../.git/modules/sub. */
+	mkdir_p(dir, ".git/modules/sub/hooks");
+	write_file(dir, ".git/modules/sub/config", "[core]\n");
+	mkdir_p(dir, "sub");
+	write_file(dir, "sub/.git", "gitdir: ../.git/modules/sub\n");
+	snprintf(sub, sizeof(sub), "%s/sub", dir);
+	snprintf(mod, sizeof(mod), "%s/.git/modules/sub", dir);
+
+	ASSERT_OK(ward_policy_new(&p));
+	{
+		struct ward_error err = {0};
+
+		ASSERT_OK(ward_policy_set_cwd(p, sub));
+		ASSERT_OK(ward_policy_add_writable(p, dir));
+		ASSERT_OK(ward_policy_set_exclude_slash_tmp(p, true));
+		ASSERT_OK(ward_policy_set_exclude_tmpdir_env_var(p, true));
+		ASSERT_OK(ward_policy_resolve(p, &err));
+	}
+	ASSERT_PROTECTED(p, sub, ".git", WARD_PROTECT_READONLY);
+	ASSERT_PROTECTED(p, mod, "hooks", WARD_PROTECT_READONLY);
+	ASSERT_PROTECTED(p, mod, "config", WARD_PROTECT_READONLY);
+	ward_policy_free(p);
+}
+
+TEST(core_hooks_path_is_protected)
+{
+	char dir[256];
+	struct ward_policy *p;
+	const struct ward__protected *e;
+
+	test_dir(dir, sizeof(dir));
+	mkdir_p(dir, ".git/hooks");
+	mkdir_p(dir, "tools/hooks");
+	write_file(
+		dir, ".git/config",
+		"[user]\n\thooksPath = not-this\n[Core]\n\tbare = false\n\thooksPath = \"tools/hooks\"\n");
+	p = resolved(dir);
+	e = find(p, dir, "tools/hooks", WARD_PROTECT_READONLY);
+	ASSERT_TRUE(e != NULL);
+	ASSERT_STREQ(e->reason, "git core.hooksPath");
+	ASSERT_TRUE(find(p, dir, "not-this", WARD_PROTECT_MISSING) == NULL);
+	ward_policy_free(p);
+
+	/* A hooks path that does not exist yet is guarded. */
+	write_file(dir, ".git/config", "[core]\nhookspath=later/hooks\n");
+	p = resolved(dir);
+	e = find(p, dir, "later/hooks", WARD_PROTECT_MISSING);
+	ASSERT_TRUE(e != NULL);
+	ASSERT_STREQ(e->guard_dir, dir);
+	ASSERT_STREQ(e->guard_name, "later");
+	ward_policy_free(p);
+}
+
+TEST(protect_follows_symlinks_and_guards_the_link)
+{
+	char dir[256], target[PATH_MAX], link[PATH_MAX], path[PATH_MAX];
+	struct ward_policy *p;
+	struct ward_error err = {0};
+	const struct ward__protected *e;
+
+	test_dir(dir, sizeof(dir));
+	write_file(dir, "secret.txt", "x");
+	snprintf(target, sizeof(target), "%s/secret.txt", dir);
+	snprintf(link, sizeof(link), "%s/alias", dir);
+	ASSERT_EQ(symlink(target, link), 0);
+
+	ASSERT_OK(ward_policy_new(&p));
+	ASSERT_OK(ward_policy_set_cwd(p, dir));
+	ASSERT_OK(ward_policy_set_exclude_slash_tmp(p, true));
+	ASSERT_OK(ward_policy_set_exclude_tmpdir_env_var(p, true));
+	ASSERT_OK(ward_policy_add_protect(p, link));
+	/* Outside every writable root: nothing to protect, nothing mounted. */
+	ASSERT_OK(ward_policy_add_protect(p, "/etc/passwd"));
+	/* Missing, several levels deep: guarded at the deepest existing ancestor. */
+	snprintf(path, sizeof(path), "%s/a/b/c", dir);
+	ASSERT_OK(ward_policy_add_protect(p, path));
+	ASSERT_OK(ward_policy_resolve(p, &err));
+
+	ASSERT_PROTECTED(p, dir, "secret.txt", WARD_PROTECT_READONLY);
+	e = find(p, dir, "alias", WARD_PROTECT_MISSING);
+	ASSERT_TRUE(e != NULL);
+	ASSERT_STREQ(e->guard_name, "alias");
+	ASSERT_TRUE(ward__policy_protected_for(p, "/etc/passwd") == NULL);
+	e = find(p, dir, "a/b/c", WARD_PROTECT_MISSING);
+	ASSERT_TRUE(e != NULL);
+	ASSERT_STREQ(e->guard_dir, dir);
+	ASSERT_STREQ(e->guard_name, "a");
+	ward_policy_free(p);
+}
+
+TEST(deny_read_and_sockets_resolve_or_explain)
+{
+	char dir[256], path[PATH_MAX];
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	struct ward_policy *p;
+	struct ward_error err = {0};
+	int s;
+
+	test_dir(dir, sizeof(dir));
+	mkdir_p(dir, "private");
+	write_file(dir, "key", "k");
+	if ((size_t)snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/sock", dir) >=
+	    sizeof(sa.sun_path))
+		tap_fail(__FILE__, __LINE__, "socket path too long");
+	s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	ASSERT_GE(s, 0);
+	ASSERT_EQ(bind(s, (struct sockaddr *)&sa, sizeof(sa)), 0);
+
+	ASSERT_OK(ward_policy_new(&p));
+	ASSERT_OK(ward_policy_set_cwd(p, dir));
+	snprintf(path, sizeof(path), "%s/private", dir);
+	ASSERT_OK(ward_policy_add_deny_read(p, path));
+	snprintf(path, sizeof(path), "%s/key", dir);
+	ASSERT_OK(ward_policy_add_deny_read(p, path));
+	snprintf(path, sizeof(path), "%s/gone", dir);
+	ASSERT_OK(ward_policy_add_deny_read(p, path));
+	ASSERT_OK(ward_policy_add_unix_socket(p, sa.sun_path));
+	ASSERT_OK(ward_policy_resolve(p, &err));
+	ASSERT_EQ(p->n_deny, 2);
+	ASSERT_TRUE(p->deny[0].is_dir);
+	ASSERT_FALSE(p->deny[1].is_dir);
+	snprintf(path, sizeof(path), "%s/private/sub/file", dir);
+	ASSERT_TRUE(ward__policy_deny_for(p, path) != NULL);
+	/* A missing deny-read path is not an error, but it is said. */
+	ASSERT_EQ(p->notes.n, 1);
+	ASSERT_CONTAINS(p->notes.v[0], "gone");
+	ASSERT_EQ(p->n_sockets, 1);
+	ASSERT_STREQ(p->sockets[0].path, sa.sun_path);
+	ward_policy_free(p);
+
+	/* Denying "/" or allowing something that is not a socket is refused. */
+	ASSERT_OK(ward_policy_new(&p));
+	ASSERT_OK(ward_policy_set_cwd(p, dir));
+	ASSERT_OK(ward_policy_add_deny_read(p, "/"));
+	ASSERT_EQ(ward_policy_resolve(p, &err), -EINVAL);
+	ward_policy_free(p);
+	ASSERT_OK(ward_policy_new(&p));
+	ASSERT_OK(ward_policy_set_cwd(p, dir));
+	snprintf(path, sizeof(path), "%s/key", dir);
+	ASSERT_OK(ward_policy_add_unix_socket(p, path));
+	ASSERT_EQ(ward_policy_resolve(p, &err), -EINVAL);
+	ASSERT_CONTAINS(err.message, "not a unix socket");
+	ward_policy_free(p);
+	close(s);
+}
+
+TEST(describe_json_reports_the_resolved_policy)
+{
+	char dir[256];
+	struct ward_policy *p;
+	char *text = NULL;
+	json_t *o, *prot;
+	json_error_t je;
+
+	test_dir(dir, sizeof(dir));
+	mkdir_p(dir, ".git/hooks");
+	p = resolved(dir);
+	ASSERT_OK(ward_policy_describe_json(p, &text));
+	o = json_loads(text, 0, &je);
+	ASSERT_TRUE(o != NULL);
+	ASSERT_STREQ(json_string_value(json_object_get(o, "mode")), "workspace-write");
+	ASSERT_STREQ(json_string_value(json_object_get(o, "cwd")), dir);
+	ASSERT_STREQ(json_string_value(json_object_get(o, "network")), "off");
+	ASSERT_EQ(json_array_size(json_object_get(o, "writable_roots")), 1);
+	prot = json_object_get(o, "protected");
+	ASSERT_GE(json_array_size(prot), 4);
+	ASSERT_TRUE(json_is_object(json_object_get(o, "enforcement")));
+	json_decref(o);
+	free(text);
+	ward_policy_free(p);
+}
+
+/* ------------------------------------------------------------------ main */
+
+static int remove_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	(void)st;
+	(void)flag;
+	(void)ftw;
+	return remove(path) < 0 ? -1 : 0;
+}
+
+int main(void)
+{
+	int r;
+
+	if (!mkdtemp(base)) {
+		printf("Bail out! mkdtemp %s: %s\n", base, strerror(errno));
+		return 1;
+	}
+	r = tap_main();
+	if (nftw(base, remove_one, 16, FTW_DEPTH | FTW_PHYS) < 0)
+		fprintf(stderr, "test-policy: could not remove %s: %s\n", base, strerror(errno));
+	return r;
+}
