@@ -307,6 +307,10 @@ static int run_plain(struct cli_run_args *a)
 				cli_errorf(
 					"run: the command created protected path '%s'; the sandbox was stopped and it was removed",
 					sb.denials[i].target);
+	if (sb.guard_left[0])
+		cli_errorf(
+			"run: could not remove what the command created at %s; remove it by hand before git or an agent runs there",
+			sb.guard_left);
 	if (timed_out)
 		code = WARD_EXIT_TIMEOUT;
 	/* ward exits next: init, already done with the command, is reaped by our parent. */

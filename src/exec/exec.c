@@ -786,6 +786,7 @@ static int build_result(struct run *run, const struct ward_policy *policy, int w
 	res->duration_ms = (ward__now_ns() - start_ns) / 1000000;
 	res->denials_exact = sb->denials_exact && !run->reports_broken;
 	res->guard_tripped = sb->guard_tripped;
+	memcpy(res->guard_left, sb->guard_left, sizeof(res->guard_left));
 	res->denials_dropped = sb->denials_dropped;
 	/* Taken over from the sandbox handle, which then releases nothing of them. */
 	res->denials = TAKE_PTR(sb->denials);

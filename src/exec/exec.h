@@ -110,6 +110,7 @@ struct ward_result {
 
 	bool denials_exact; /* the host let ward observe denials */
 	bool guard_tripped; /* a missing protected path was created (and removed) */
+	char guard_left[PATH_MAX + 64]; /* "path: reason" when that entry could not be removed */
 	struct ward__denial *denials;
 	size_t n_denials;
 	size_t denials_dropped;

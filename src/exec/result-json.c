@@ -368,6 +368,8 @@ WARD_PUBLIC int ward_result_to_json(const struct ward_result *result, char **ret
 		r = kv_u64(&b, "denials_dropped", res->denials_dropped);
 	if (r >= 0)
 		r = kv_bool(&b, "guard_tripped", res->guard_tripped);
+	if (r >= 0 && res->guard_left[0])
+		r = kv_str(&b, "guard_left", res->guard_left);
 	if (r >= 0) {
 		r = key(&b, "error");
 		if (r >= 0 && !res->have_error) {

@@ -246,6 +246,8 @@ struct ward__sandbox {
 	size_t n_denials;
 	size_t denials_dropped;
 	bool guard_tripped; /* a missing protected path was created and removed */
+	char guard_left[PATH_MAX +
+			64]; /* "path: reason" when a created entry could not be removed */
 	char fallback_missing[512]; /* in fallback mode: the guarantees not given */
 	void *priv;
 };

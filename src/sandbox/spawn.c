@@ -51,8 +51,10 @@
 
 struct guard_entry {
 	int wd;
+	int dir_fd; /* O_PATH: the watched directory itself, whatever happens to its path */
 	const char *dir; /* borrowed from the policy */
 	const char *name;
+	bool tripped;
 };
 
 struct spawn_priv {
@@ -64,6 +66,16 @@ struct spawn_priv {
 	bool reaped;
 	int init_status;
 };
+
+static void guards_release(struct spawn_priv *priv)
+{
+	for (size_t i = 0; i < priv->n_guards; i++)
+		if (priv->guards[i].dir_fd >= 0)
+			close(priv->guards[i].dir_fd);
+	free(priv->guards);
+	priv->guards = NULL;
+	priv->n_guards = 0;
+}
 
 static int pidfd_send(int pidfd, int sig)
 {
@@ -275,13 +287,20 @@ static int guard_setup(struct ward__sandbox *sb, const struct ward_policy *p,
 		return ward__error(err, -errno, "guard", "cannot create an inotify instance: %m");
 	for (size_t i = 0; i < p->n_protected; i++) {
 		const struct ward__protected *e = &p->protected[i];
-		int wd;
+		char fdpath[64];
+		int wd, dir_fd;
 
 		if (e->kind != WARD_PROTECT_MISSING)
 			continue;
-		wd = inotify_add_watch(sb->guard_fd, e->guard_dir,
-				       IN_CREATE | IN_MOVED_TO | IN_ONLYDIR | IN_DONT_FOLLOW);
+		dir_fd = open(e->guard_dir, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (dir_fd < 0)
+			return ward__error(err, -errno, "guard", "cannot open '%s': %m",
+					   e->guard_dir);
+		/* Watch the directory just opened, not whatever the path names by now. */
+		snprintf(fdpath, sizeof(fdpath), "/proc/self/fd/%d", dir_fd);
+		wd = inotify_add_watch(sb->guard_fd, fdpath, IN_CREATE | IN_MOVED_TO | IN_ONLYDIR);
 		if (wd < 0) {
+			close(dir_fd);
 			ward__error(err, -errno, "guard",
 				    "cannot watch '%s' for '%s' being created: %m", e->guard_dir,
 				    e->guard_name);
@@ -290,7 +309,7 @@ static int guard_setup(struct ward__sandbox *sb, const struct ward_policy *p,
 			return -errno;
 		}
 		priv->guards[priv->n_guards++] =
-			(struct guard_entry){wd, e->guard_dir, e->guard_name};
+			(struct guard_entry){wd, dir_fd, e->guard_dir, e->guard_name, false};
 	}
 	return 0;
 }
@@ -482,7 +501,7 @@ fail:
 		close(sb->guard_fd);
 	sb->guard_fd = -1;
 	if (priv)
-		free(priv->guards);
+		guards_release(priv);
 	return r;
 }
 
@@ -672,31 +691,49 @@ int ward__sandbox_read_reports(struct ward__sandbox *sb, bool *ret_eof)
 	}
 }
 
-/* Removes name under dirfd without following symlinks; directories recursively (bounded depth). */
+/*
+ * Removes name under parent_fd without following symlinks; directories
+ * recursively (bounded depth), made writable first (the command may have left
+ * a directory mode 0555 to keep it). Only entries owned by ward's own user are
+ * touched: the sandbox creates files as that user, anything else was made by
+ * someone else and is not ours to delete. Returns the first error.
+ */
 static int remove_tree_at(int parent_fd, const char *name, unsigned depth)
 {
 	_cleanup_close_ int fd = -1;
+	struct stat st;
 	DIR *d;
 	struct dirent *de;
+	int r = 0;
 
-	if (unlinkat(parent_fd, name, 0) == 0 || errno == ENOENT)
-		return 0;
-	if (errno != EISDIR && errno != EPERM)
-		return -errno;
+	if (fstatat(parent_fd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+		return errno == ENOENT ? 0 : -errno;
+	if (st.st_uid != geteuid())
+		return -EPERM;
+	if (!S_ISDIR(st.st_mode))
+		return RET_NERRNO(unlinkat(parent_fd, name, 0));
 	if (depth > 64)
 		return -ELOOP;
 	fd = openat(parent_fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
+	if (fchmod(fd, 0700) < 0)
+		return -errno;
 	d = fdopendir(TAKE_FD(fd));
 	if (!d)
 		return -errno;
 	while ((de = readdir(d))) {
+		int q;
+
 		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
 			continue;
-		remove_tree_at(dirfd(d), de->d_name, depth + 1);
+		q = remove_tree_at(dirfd(d), de->d_name, depth + 1);
+		if (q < 0 && r == 0)
+			r = q;
 	}
 	closedir(d);
+	if (r < 0)
+		return r;
 	return RET_NERRNO(unlinkat(parent_fd, name, AT_REMOVEDIR));
 }
 
@@ -706,6 +743,41 @@ static void wait_init_dead(struct ward__sandbox *sb, int timeout_ms)
 
 	if (sb->pidfd >= 0)
 		poll(&pfd, 1, timeout_ms);
+}
+
+/*
+ * The command created a protected name: stop everything inside first (so
+ * nothing more is written), then remove what it made, relative to the
+ * directory opened at setup (a symlink planted on the way is never followed).
+ */
+static void guard_trip(struct ward__sandbox *sb, struct guard_entry *g)
+{
+	_cleanup_free_ char *path = ward__path_join(g->dir, g->name);
+	int r;
+
+	if (g->tripped)
+		return;
+	g->tripped = true;
+	ward__sandbox_kill(sb);
+	wait_init_dead(sb, 5000);
+	r = remove_tree_at(g->dir_fd, g->name, 0);
+	add_denial(sb, "create", "-", EACCES, path ? path : g->name);
+	sb->guard_tripped = true;
+	if (r < 0 && !sb->guard_left[0])
+		snprintf(sb->guard_left, sizeof(sb->guard_left), "%s: %s", path ? path : g->name,
+			 r == -EPERM ? "not owned by ward's user" : strerror(-r));
+}
+
+/* After a lost event (the inotify queue overflowed): look at every guarded name. */
+static void guard_rescan(struct ward__sandbox *sb)
+{
+	struct spawn_priv *priv = sb->priv;
+	struct stat st;
+
+	for (size_t i = 0; i < priv->n_guards; i++)
+		if (fstatat(priv->guards[i].dir_fd, priv->guards[i].name, &st,
+			    AT_SYMLINK_NOFOLLOW) == 0)
+			guard_trip(sb, &priv->guards[i]);
 }
 
 int ward__sandbox_handle_guard(struct ward__sandbox *sb)
@@ -727,31 +799,20 @@ int ward__sandbox_handle_guard(struct ward__sandbox *sb)
 			const struct inotify_event *ev = (const struct inotify_event *)p;
 
 			p += sizeof(*ev) + ev->len;
+			if (ev->mask & IN_Q_OVERFLOW) {
+				guard_rescan(sb);
+				continue;
+			}
 			if (ev->len == 0)
 				continue;
-			for (size_t i = 0; i < priv->n_guards; i++) {
-				const struct guard_entry *g = &priv->guards[i];
-				_cleanup_free_ char *path = NULL;
-				_cleanup_close_ int dfd = -1;
-
-				if (g->wd != ev->wd || strcmp(g->name, ev->name) != 0)
-					continue;
-				/*
-				 * The command created a protected name: stop everything inside
-				 * first (so nothing more is written), then remove what it made.
-				 */
-				ward__sandbox_kill(sb);
-				wait_init_dead(sb, 5000);
-				path = ward__path_join(g->dir, g->name);
-				dfd = open(g->dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-				if (dfd >= 0)
-					remove_tree_at(dfd, g->name, 0);
-				add_denial(sb, "create", "-", EACCES, path ? path : g->name);
-				sb->guard_tripped = true;
-			}
+			for (size_t i = 0; i < priv->n_guards; i++)
+				if (priv->guards[i].wd == ev->wd &&
+				    strcmp(priv->guards[i].name, ev->name) == 0)
+					guard_trip(sb, &priv->guards[i]);
 		}
 	}
 }
+
 /* Appends the children of every thread of pid to list (bounded); returns how many were added. */
 static size_t list_children(pid_t pid, pid_t *list, size_t n, size_t max)
 {
@@ -936,7 +997,7 @@ static void release(struct ward__sandbox *sb, bool reap)
 		free(sb->denials[i].target);
 	free(sb->denials);
 	if (priv)
-		free(priv->guards);
+		guards_release(priv);
 	free(priv);
 	*sb = (struct ward__sandbox){.pid = -1,
 				     .pidfd = -1,
