@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "basic/cleanup.h"
@@ -179,6 +180,42 @@ int ward__read_file(const char *path, size_t max, char **ret, size_t *ret_len)
 	if (!buf)
 		return -ENOMEM;
 	n = ward__read_full(fd, buf, max + 1);
+	if (n < 0)
+		return (int)n;
+	if ((size_t)n > max)
+		return -EFBIG;
+	buf[n] = '\0';
+	if (ret_len)
+		*ret_len = (size_t)n;
+	*ret = TAKE_PTR(buf);
+	return 0;
+}
+
+int ward__read_regular_file(const char *path, size_t max, char **ret, size_t *ret_len)
+{
+	_cleanup_close_ int fd = -1;
+	_cleanup_free_ char *buf = NULL;
+	struct stat st;
+	ssize_t n;
+
+	/* stat first: opening a device can have effects of its own; a FIFO would block. */
+	if (stat(path, &st) < 0)
+		return -errno;
+	if (!S_ISREG(st.st_mode))
+		return -EINVAL;
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st) < 0)
+		return -errno;
+	if (!S_ISREG(st.st_mode))
+		return -EINVAL;
+	if ((uint64_t)st.st_size > max)
+		return -EFBIG;
+	buf = malloc((size_t)st.st_size + 2);
+	if (!buf)
+		return -ENOMEM;
+	n = ward__read_full(fd, buf, (size_t)st.st_size + 1);
 	if (n < 0)
 		return (int)n;
 	if ((size_t)n > max)

@@ -27,6 +27,13 @@ WARD_INTERNAL int ward__write_all(int fd, const void *buf, size_t len);
 WARD_INTERNAL ssize_t ward__read_full(int fd, void *buf, size_t len);
 /* Reads a whole file of at most max bytes into a malloc()ed NUL-terminated buffer. -EFBIG if larger. */
 WARD_INTERNAL int ward__read_file(const char *path, size_t max, char **ret, size_t *ret_len);
+/*
+ * Like ward__read_file, but only a regular file (following symlinks): never
+ * blocks on a FIFO or opens a device. For files a sandboxed command may have
+ * planted (git metadata in a writable root). -EINVAL for anything else.
+ */
+WARD_INTERNAL int ward__read_regular_file(const char *path, size_t max, char **ret,
+					  size_t *ret_len);
 /* Writes a string to a file (open O_WRONLY|O_CLOEXEC, no create). Async-signal-safe. */
 WARD_INTERNAL int ward__write_file(const char *path, const char *s);
 

@@ -291,8 +291,10 @@ WARD_PUBLIC int ward_policy_load_json(struct ward_policy *p, const char *json, s
 		free(p->cwd);
 		p->cwd = TAKE_PTR(x.cwd);
 	}
-	if (x.has_network)
+	if (x.has_network) {
 		p->network = x.network;
+		p->network_set = true;
+	}
 	if (x.has_slash)
 		p->exclude_slash_tmp = x.exclude_slash_tmp;
 	if (x.has_tmpdir)
@@ -375,7 +377,9 @@ json_t *ward__policy_to_json(const struct ward_policy *p)
 		json_array_append_new(deny, j);
 	}
 	json_object_set_new(o, "deny_read", deny);
-	json_object_set_new(o, "network", json_string(p->network ? "on" : "off"));
+	json_object_set_new(
+		o, "network",
+		json_string(p->network || p->mode == WARD_MODE_DANGER_FULL_ACCESS ? "on" : "off"));
 	for (size_t i = 0; i < p->n_sockets; i++)
 		json_array_append_new(socks, json_string(p->sockets[i].path));
 	json_object_set_new(o, "allow_unix_sockets", socks);

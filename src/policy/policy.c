@@ -193,6 +193,8 @@ WARD_PUBLIC int ward_policy_set_network(struct ward_policy *p, bool enabled)
 	if (!p)
 		return -EINVAL;
 	p->network = enabled;
+	p->network_set = true;
+	p->resolved = false;
 	return 0;
 }
 

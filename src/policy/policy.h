@@ -70,6 +70,7 @@ struct ward_policy {
 	struct ward__strv deny_read;
 	struct ward__strv unix_sockets;
 	bool network;
+	bool network_set; /* network was given explicitly (setter, --network, JSON) */
 	bool exclude_slash_tmp;
 	bool exclude_tmpdir_env_var;
 	bool require_isolation;

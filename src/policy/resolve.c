@@ -7,6 +7,7 @@
  * time.
  */
 #include <ctype.h>
+#include <dirent.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,6 +20,8 @@
 #include "policy/policy.h"
 
 #define GIT_CONFIG_MAX (1 << 20)
+
+DEFINE_TRIVIAL_CLEANUP_FUNC(DIR *, closedir);
 
 /* Records "<what> '<path>'<why>" for `ward policy show`. */
 static int note(struct ward_policy *p, const char *what, const char *path, const char *why)
@@ -172,7 +175,7 @@ static char *git_hooks_path(const char *config)
 	bool in_core = false;
 	char *line, *save = NULL, *result = NULL;
 
-	if (ward__read_file(config, GIT_CONFIG_MAX, &buf, NULL) < 0)
+	if (ward__read_regular_file(config, GIT_CONFIG_MAX, &buf, NULL) < 0)
 		return NULL;
 	for (line = strtok_r(buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
 		char *s = line, *eq, *v, *end;
@@ -236,7 +239,7 @@ static char *read_gitdir_file(const char *root, const char *file)
 	_cleanup_free_ char *buf = NULL;
 	char *v, *end;
 
-	if (ward__read_file(file, PATH_MAX, &buf, NULL) < 0)
+	if (ward__read_regular_file(file, PATH_MAX, &buf, NULL) < 0)
 		return NULL;
 	if (strncmp(buf, "gitdir:", 7) != 0)
 		return NULL;
@@ -250,19 +253,100 @@ static char *read_gitdir_file(const char *root, const char *file)
 	return v[0] == '/' ? strdup(v) : ward__path_join(root, v);
 }
 
+/*
+ * Everything in a git directory that decides which code git runs or which
+ * git directory it really uses: hooks, config, config.worktree (read once
+ * extensions.worktreeConfig is set) and commondir (which git follows in any
+ * git directory, and which would point it at planted hooks and config). The
+ * ones that do not exist are guarded.
+ */
 static int protect_git_dir_contents(struct ward_policy *p, const char *root, const char *gitdir)
 {
-	_cleanup_free_ char *hooks = ward__path_join(gitdir, "hooks");
+	static const struct {
+		const char *name, *reason;
+	} files[] = {
+		{"hooks", "git hooks"},
+		{"config", "git config"},
+		{"config.worktree", "git config"},
+		{"commondir", "git worktree link"},
+	};
 	_cleanup_free_ char *config = ward__path_join(gitdir, "config");
 	int r;
 
-	if (!hooks || !config)
+	if (!config)
 		return -ENOMEM;
-	r = protect(p, hooks, "git hooks");
+	for (size_t i = 0; i < ELEMENTSOF(files); i++) {
+		_cleanup_free_ char *path = ward__path_join(gitdir, files[i].name);
+
+		r = path ? protect(p, path, files[i].reason) : -ENOMEM;
+		if (r < 0)
+			return r;
+	}
+	return protect_hooks_path(p, root, config);
+}
+
+#define GIT_MODULES_MAX_DEPTH 8
+#define GIT_MODULES_MAX 64
+
+/*
+ * The git directories of submodules (<gitdir>/modules/<name>, names may hold
+ * slashes, modules nest): git runs their hooks and reads their config when it
+ * recurses into a submodule, so they are protected like the top one.
+ */
+static int protect_git_modules(struct ward_policy *p, const char *root, const char *dir,
+			       unsigned depth, unsigned *count)
+{
+	_cleanup_(closedirp) DIR *d = NULL;
+	struct dirent *de;
+	int r;
+
+	if (depth > GIT_MODULES_MAX_DEPTH)
+		return 0;
+	d = opendir(dir);
+	if (!d)
+		return 0;
+	while ((de = readdir(d))) {
+		_cleanup_free_ char *sub = NULL, *head = NULL, *modules = NULL;
+		struct stat st;
+
+		if (de->d_name[0] == '.' && (!de->d_name[1] || !strcmp(de->d_name, "..")))
+			continue;
+		sub = ward__path_join(dir, de->d_name);
+		if (!sub)
+			return -ENOMEM;
+		if (lstat(sub, &st) < 0 || !S_ISDIR(st.st_mode))
+			continue;
+		head = ward__path_join(sub, "HEAD");
+		modules = ward__path_join(sub, "modules");
+		if (!head || !modules)
+			return -ENOMEM;
+		if (access(head, F_OK) == 0) {
+			if (++*count > GIT_MODULES_MAX)
+				return 0;
+			r = protect_git_dir_contents(p, root, sub);
+			if (r >= 0)
+				r = protect_git_modules(p, root, modules, depth + 1, count);
+		} else {
+			r = protect_git_modules(p, root, sub, depth + 1, count);
+		}
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+/* A git directory of a worktree root: its contents and its submodules' git directories. */
+static int protect_git_dir(struct ward_policy *p, const char *root, const char *gitdir)
+{
+	_cleanup_free_ char *modules = ward__path_join(gitdir, "modules");
+	unsigned count = 0;
+	int r;
+
+	if (!modules)
+		return -ENOMEM;
+	r = protect_git_dir_contents(p, root, gitdir);
 	if (r >= 0)
-		r = protect(p, config, "git config");
-	if (r >= 0)
-		r = protect_hooks_path(p, root, config);
+		r = protect_git_modules(p, root, modules, 0, &count);
 	return r;
 }
 
@@ -280,7 +364,7 @@ static int protect_git(struct ward_policy *p, const char *root)
 		/* .git stays writable (commits work) but cannot be renamed away and replaced. */
 		r = pin(p, dotgit, "git directory");
 		if (r >= 0)
-			r = protect_git_dir_contents(p, root, dotgit);
+			r = protect_git_dir(p, root, dotgit);
 		return r;
 	}
 	if (S_ISREG(st.st_mode)) {
@@ -300,12 +384,10 @@ static int protect_git(struct ward_policy *p, const char *root)
 		commonfile = ward__path_join(canon, "commondir");
 		if (!wtconfig || !commonfile)
 			return -ENOMEM;
-		if (access(wtconfig, F_OK) == 0) {
-			r = protect(p, wtconfig, "git config");
-			if (r < 0)
-				return r;
-		}
-		if (ward__read_file(commonfile, PATH_MAX, &cbuf, NULL) == 0) {
+		r = protect(p, wtconfig, "git config");
+		if (r < 0)
+			return r;
+		if (ward__read_regular_file(commonfile, PATH_MAX, &cbuf, NULL) == 0) {
 			char rc[PATH_MAX];
 
 			cbuf[strcspn(cbuf, "\r\n")] = '\0';
@@ -317,12 +399,79 @@ static int protect_git(struct ward_policy *p, const char *root)
 				if (r >= 0)
 					r = protect(p, commonfile, "git worktree link");
 				if (r >= 0)
-					r = protect_git_dir_contents(p, root, rc);
+					r = protect_git_dir(p, root, rc);
 				return r;
 			}
 		}
 		/* A submodule: hooks and config live in its own git directory. */
-		return protect_git_dir_contents(p, root, canon);
+		return protect_git_dir(p, root, canon);
+	}
+	return 0;
+}
+
+/* The deepest writable root strictly above path, or NULL. */
+static const char *enclosing_root(const struct ward_policy *p, const char *path)
+{
+	const char *best = NULL;
+
+	for (size_t i = 0; i < p->roots.n; i++)
+		if (strcmp(p->roots.v[i], path) != 0 && ward__path_under(path, p->roots.v[i]) &&
+		    (!best || strlen(p->roots.v[i]) > strlen(best)))
+			best = p->roots.v[i];
+	return best;
+}
+
+/*
+ * A read-only bind or a guard holds on to its directory entry, not to the
+ * path: if the command could rename a parent away and build a new one in its
+ * place ("mv sub sub2; mkdir sub; echo x > sub/file"), the host would see the
+ * new, unprotected entry at the protected path. So every directory between
+ * the enclosing writable root and a protected path (or a nested writable
+ * root) is pinned, and with inclusive the path itself too (the directory a
+ * guard watches). canonical must be canonical (symlinks resolved).
+ */
+static int pin_ancestors(struct ward_policy *p, const char *canonical, bool inclusive)
+{
+	const char *root = enclosing_root(p, canonical);
+	char buf[PATH_MAX];
+	size_t start;
+	int r;
+
+	if (!root || strlen(canonical) >= sizeof(buf))
+		return 0;
+	memcpy(buf, canonical, strlen(canonical) + 1);
+	start = strcmp(root, "/") == 0 ? 0 : strlen(root);
+	for (char *s = buf + start + 1; (s = strchr(s, '/')); s++) {
+		*s = '\0';
+		r = pin(p, buf, "holds a protected path");
+		*s = '/';
+		if (r < 0)
+			return r;
+	}
+	return inclusive ? pin(p, buf, "holds a protected path") : 0;
+}
+
+static int pin_all_ancestors(struct ward_policy *p)
+{
+	size_t n = p->n_protected;
+	int r;
+
+	for (size_t i = 0; i < p->roots.n; i++) {
+		r = pin_ancestors(p, p->roots.v[i], false);
+		if (r < 0)
+			return r;
+	}
+	/* add_entry() grows the array: look at the entries that were there before, by index. */
+	for (size_t i = 0; i < n; i++) {
+		const struct ward__protected *e = &p->protected[i];
+		_cleanup_free_ char *path =
+			strdup(e->kind == WARD_PROTECT_MISSING ? e->guard_dir : e->path);
+
+		if (!path)
+			return -ENOMEM;
+		r = pin_ancestors(p, path, p->protected[i].kind == WARD_PROTECT_MISSING);
+		if (r < 0)
+			return r;
 	}
 	return 0;
 }
@@ -350,8 +499,9 @@ static int cmp_protected(const void *a, const void *b)
 	return c ? c : (int)x->kind - (int)y->kind;
 }
 
+/* Adds a writable root; its canonical path also goes to record (when not NULL). */
 static int add_root(struct ward_policy *p, const char *path, bool must_exist, const char *what,
-		    struct ward_error *err)
+		    struct ward__strv *record, struct ward_error *err)
 {
 	char canon[PATH_MAX];
 	struct stat st;
@@ -367,6 +517,8 @@ static int add_root(struct ward_policy *p, const char *path, bool must_exist, co
 		return ward__error(err, -ENOTDIR, "policy", "%s '%s' is not a directory", what,
 				   path);
 	}
+	if (record && !ward__strv_contains(record, canon) && ward__strv_push(record, canon) < 0)
+		return -ENOMEM;
 	if (ward__strv_contains(&p->roots, canon))
 		return 0;
 	return ward__strv_push(&p->roots, canon);
@@ -375,6 +527,7 @@ static int add_root(struct ward_policy *p, const char *path, bool must_exist, co
 static int resolve(struct ward_policy *p, struct ward_error *err)
 {
 	static const char *const agent_dirs[] = {".codex", ".agents", ".ward"};
+	_cleanup_(ward__strv_release) struct ward__strv named = {0}, implicit = {0};
 	char canon[PATH_MAX];
 	struct stat st;
 	int r;
@@ -391,19 +544,29 @@ static int resolve(struct ward_policy *p, struct ward_error *err)
 		return -ENOMEM;
 
 	if (p->mode == WARD_MODE_DANGER_FULL_ACCESS) {
+		/* No sandbox at all: refuse what the user asked for and would not get. */
+		if (p->deny_read.n > 0 || p->protect.n > 0)
+			return ward__error(
+				err, -EINVAL, "policy",
+				"danger-full-access runs without a sandbox: %s cannot be enforced",
+				p->deny_read.n > 0 ? "--deny-read" : "--protect");
+		if (p->network_set && !p->network)
+			return ward__error(
+				err, -EINVAL, "policy",
+				"danger-full-access runs without a sandbox: --network off cannot be enforced");
 		r = ward__strv_push(&p->roots, "/");
 		if (r < 0)
 			return r;
 	} else if (p->mode == WARD_MODE_WORKSPACE_WRITE) {
 		const char *tmpdir = getenv("TMPDIR");
 
-		r = add_root(p, p->resolved_cwd, true, "working directory", err);
+		r = add_root(p, p->resolved_cwd, true, "working directory", &named, err);
 		for (size_t i = 0; r >= 0 && i < p->writable.n; i++)
-			r = add_root(p, p->writable.v[i], true, "writable root", err);
+			r = add_root(p, p->writable.v[i], true, "writable root", &named, err);
 		if (r >= 0 && !p->exclude_slash_tmp)
-			r = add_root(p, "/tmp", false, NULL, err);
+			r = add_root(p, "/tmp", false, NULL, &implicit, err);
 		if (r >= 0 && !p->exclude_tmpdir_env_var && tmpdir && tmpdir[0] == '/')
-			r = add_root(p, tmpdir, false, NULL, err);
+			r = add_root(p, tmpdir, false, NULL, &implicit, err);
 		if (r < 0)
 			return r;
 		qsort(p->roots.v, p->roots.n, sizeof(char *), cmp_str);
@@ -411,6 +574,14 @@ static int resolve(struct ward_policy *p, struct ward_error *err)
 		for (size_t i = 0; i < p->roots.n; i++) {
 			const char *root = p->roots.v[i];
 
+			/*
+			 * /tmp and $TMPDIR are shared with every other user: a .codex another
+			 * user makes there is none of ours to guard (and to remove). Git and
+			 * agent configuration are protected in the roots the user named.
+			 */
+			if (ward__strv_contains(&implicit, root) &&
+			    !ward__strv_contains(&named, root))
+				continue;
 			r = protect_git(p, root);
 			for (size_t j = 0; r >= 0 && j < ELEMENTSOF(agent_dirs); j++) {
 				_cleanup_free_ char *d = ward__path_join(root, agent_dirs[j]);
@@ -429,6 +600,10 @@ static int resolve(struct ward_policy *p, struct ward_error *err)
 						   "cannot resolve protected path '%s': %m",
 						   p->protect.v[i]);
 		}
+		r = pin_all_ancestors(p);
+		if (r < 0)
+			return ward__error(err, r, "policy",
+					   "cannot pin the parents of the protected paths: %m");
 		qsort(p->protected, p->n_protected, sizeof(*p->protected), cmp_protected);
 	}
 

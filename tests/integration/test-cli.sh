@@ -234,6 +234,33 @@ t_policy_show() {
 	ward_cmd policy show --sandbox bogus
 	expect_rc 125
 	expect_one_line_error
+	# danger-full-access has the network on; /tmp and $TMPDIR (shared with other users)
+	# get no implicit protections.
+	ward_cmd policy show -s danger-full-access
+	expect_rc 0
+	assert_eq "$(j 'd.get("network")')" on "network in danger-full-access"
+	ward_cmd policy show -C "$WS"
+	assert_no_match "$(j 'd["protected"]')" "'/tmp/" "protected paths under /tmp"
+}
+
+# danger-full-access is no sandbox at all: asking it for something only a sandbox can
+# enforce is refused, not silently ignored.
+t_danger_refuses_restrictions() {
+	printf 'secret\n' >"$OUT/secret"
+	local args
+	for args in "--deny-read $OUT/secret" "--network off" "--protect $WS/x"; do
+		# shellcheck disable=SC2086
+		w -s danger-full-access $args -- cat "$OUT/secret"
+		expect_rc 125
+		expect_one_line_error
+		assert_stderr_has "danger-full-access"
+		[ -s "$T/.run/stdout" ] && fail "the command ran with '$args'"
+	done
+	printf '{"mode":"danger-full-access","network":"off"}' >"$T/p.json"
+	w --policy "$T/p.json" -- true
+	expect_rc 125
+	w -s danger-full-access -- cat "$OUT/secret"
+	expect_rc 0
 }
 
 t_doctor() {
@@ -258,5 +285,6 @@ tcase "--policy with Codex's legacy SandboxPolicy forms" t_policy_codex
 tcase "--policy with ward's own form" t_policy_own
 tcase "bad policies: exit 125 naming the file, the field, the reason" t_policy_rejected
 tcase "ward policy show prints the resolved policy as JSON" t_policy_show
+tcase "danger-full-access refuses what it cannot enforce" t_danger_refuses_restrictions
 tcase "ward doctor reports the kernel features" t_doctor
 finish

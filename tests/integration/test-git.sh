@@ -256,6 +256,78 @@ t_git_worktree() {
 	assert_match "$(cat "$WS/wt/.git")" "^gitdir: $gitdir/worktrees/wt" "the worktree's .git file"
 }
 
+# git follows $GIT_DIR/commondir in any git directory: pointing it at planted hooks and
+# config must not be possible (it is missing in an ordinary repository: guarded).
+t_commondir_redirect() {
+	need_git
+	make_repo "$WS"
+	w -- sh -c 'mkdir -p .git/evil/hooks && cp -r .git/objects .git/refs .git/config .git/evil/ &&
+		printf "#!/bin/sh\necho pwned > '"$OUT"'/hook-ran\n" > .git/evil/hooks/pre-commit &&
+		chmod +x .git/evil/hooks/pre-commit && echo evil > .git/commondir; sleep 1'
+	expect_guard_tripped "$WS/.git/commondir"
+	git -C "$WS" commit -q --allow-empty -m after >/dev/null 2>&1
+	assert_absent "$OUT/hook-ran"
+	# Submodules' git directories are protected like the top one.
+	mkdir -p "$WS/.git/modules/lib/sub/hooks"
+	cp "$WS/.git/HEAD" "$WS/.git/modules/lib/sub/HEAD"
+	printf '[core]\n' >"$WS/.git/modules/lib/sub/config"
+	wp -- write "$WS/.git/modules/lib/sub/hooks/post-checkout" evil
+	expect_denied write
+	wp -- append "$WS/.git/modules/lib/sub/config" '[core]'
+	expect_denied append
+	assert_absent "$WS/.git/modules/lib/sub/hooks/post-checkout"
+}
+
+# A read-only bind or a guard holds on to a directory entry: renaming a parent away and
+# building a new one in its place must not be possible.
+t_parent_rename() {
+	mkdir -p "$WS/sub" "$WS/a"
+	echo orig >"$WS/sub/file"
+	w --protect "$WS/sub/file" -- sh -c 'mv sub sub2; mkdir -p sub; echo evil > sub/file'
+	[ "$WRC" != 0 ] || fail "the replacement succeeded"
+	assert_content "$WS/sub/file" orig
+	assert_absent "$WS/sub2"
+	# A missing protected path: its deepest existing parent cannot be moved away either.
+	w --protect "$WS/a/secret/f" -- sh -c 'mv a a2; mkdir -p a/secret; echo evil > a/secret/f'
+	assert_absent "$WS/a/secret" "$WS/a2"
+	# A writable root inside another one (here the workspace inside -w $T).
+	need_git
+	make_repo "$WS/par/repo"
+	w -C "$WS/par/repo" -w "$WS" -- sh -c 'cd ../..; mv par par2 && cp -a par2 par &&
+		echo evil > par/repo/.git/hooks/pre-commit'
+	[ "$WRC" != 0 ] || fail "moving the parent of a nested root succeeded"
+	assert_absent "$WS/par2" "$WS/par/repo/.git/hooks/pre-commit"
+}
+
+# Removing what the command created never follows a symlink it planted, and a directory it
+# made read-only is still removed (ward is not root everywhere).
+t_guard_cleanup_is_safe() {
+	need_git
+	make_repo "$WS"
+	rm -rf "$WS/.git/hooks"
+	mkdir -p "$OUT/victim/hooks"
+	echo precious >"$OUT/victim/hooks/keep"
+	w -- sh -c 'mkdir .git/h && printf "#!/bin/sh\necho pwned\n" > .git/h/pre-commit &&
+		chmod +x .git/h/pre-commit && chmod 555 .git/h && mv .git/h .git/hooks; sleep 1'
+	expect_guard_tripped "$WS/.git/hooks"
+	w -- sh -c "ln -s $OUT/victim/hooks .git/hooks; sleep 1"
+	expect_guard_tripped "$WS/.git/hooks"
+	assert_content "$OUT/victim/hooks/keep" precious
+}
+
+# A FIFO (or device) planted where git metadata is read must not hang later runs.
+t_planted_fifo() {
+	mkdir "$WS/.git"
+	mkfifo "$WS/.git/config" "$WS/.git/commondir"
+	printf 'gitdir: %s\n' "$WS/.git" >"$WS/.gitfile"
+	w -- true
+	expect_rc 0
+	LAST_CMD="ward policy show"
+	(cd "$WS" && timeout -k 3 20 "$WARD" policy show >"$T/.run/stdout" 2>"$T/.run/stderr")
+	WRC=$?
+	expect_rc 0
+}
+
 tcase ".git/hooks and .git/config cannot be written, removed or renamed" t_hook_write
 tcase "nothing can be renamed, linked or exchanged onto hooks or config" t_rename_onto_hooks
 tcase ".git cannot be moved away and recreated" t_move_git_away
@@ -265,6 +337,10 @@ tcase "creating a missing .git/hooks stops the run and leaves nothing" t_missing
 tcase "creating missing .codex, .agents, .ward stops the run and leaves nothing" t_missing_agent_dirs
 tcase "existing .codex, .agents, .ward are read-only" t_existing_agent_dirs
 tcase "protected paths in extra writable roots" t_protected_in_extra_root
+tcase "commondir cannot redirect git; submodule git directories are protected" t_commondir_redirect
+tcase "parents of protected paths and nested roots cannot be moved away" t_parent_rename
+tcase "removing a created protected path is safe and complete" t_guard_cleanup_is_safe
+tcase "a FIFO planted as git metadata does not hang ward" t_planted_fifo
 tcase "git workflow in a writable repository" t_git_workflow
 tcase "git workflow in a linked worktree (-w repo)" t_git_worktree
 finish

@@ -722,6 +722,121 @@ TEST(describe_json_reports_the_resolved_policy)
 	ward_policy_free(p);
 }
 
+TEST(parents_of_protected_paths_are_pinned)
+{
+	char dir[256], inner[512];
+	struct ward_policy *p;
+	struct ward_error err = {0};
+	char path[PATH_MAX];
+
+	test_dir(dir, sizeof(dir));
+	mkdir_p(dir, "a/b");
+	write_file(dir, "a/b/file", "x");
+	mkdir_p(dir, "m/n");
+	mkdir_p(dir, "outer/inner");
+	snprintf(inner, sizeof(inner), "%s/outer/inner", dir);
+	ASSERT_OK(ward_policy_new(&p));
+	ASSERT_OK(ward_policy_set_cwd(p, inner));
+	ASSERT_OK(ward_policy_add_writable(p, dir));
+	ASSERT_OK(ward_policy_set_exclude_slash_tmp(p, true));
+	ASSERT_OK(ward_policy_set_exclude_tmpdir_env_var(p, true));
+	snprintf(path, sizeof(path), "%s/a/b/file", dir);
+	ASSERT_OK(ward_policy_add_protect(p, path));
+	snprintf(path, sizeof(path), "%s/m/n/missing/deeper", dir);
+	ASSERT_OK(ward_policy_add_protect(p, path));
+	ASSERT_OK(ward_policy_resolve(p, &err));
+	/* Every directory between the root and the protected file. */
+	ASSERT_PROTECTED(p, dir, "a", WARD_PROTECT_PIN);
+	ASSERT_PROTECTED(p, dir, "a/b", WARD_PROTECT_PIN);
+	ASSERT_PROTECTED(p, dir, "a/b/file", WARD_PROTECT_READONLY);
+	/* A guarded path: its parents and the watched directory itself. */
+	ASSERT_PROTECTED(p, dir, "m", WARD_PROTECT_PIN);
+	ASSERT_PROTECTED(p, dir, "m/n", WARD_PROTECT_PIN);
+	ASSERT_PROTECTED(p, dir, "m/n/missing/deeper", WARD_PROTECT_MISSING);
+	/* A root inside a root: the directories between them, not the roots. */
+	ASSERT_PROTECTED(p, dir, "outer", WARD_PROTECT_PIN);
+	ASSERT_TRUE(find(p, dir, "outer/inner", WARD_PROTECT_PIN) == NULL);
+	ASSERT_TRUE(ward__policy_protected_for(p, dir) == NULL);
+	/* Parents come before children, pins before read-only binds of the same path. */
+	for (size_t i = 1; i < p->n_protected; i++)
+		ASSERT_LE(ward__path_depth(p->protected[i - 1].path),
+			  ward__path_depth(p->protected[i].path));
+	ward_policy_free(p);
+}
+
+TEST(commondir_and_submodules_are_protected)
+{
+	char dir[256], git[512];
+	struct ward_policy *p;
+	const struct ward__protected *e;
+
+	test_dir(dir, sizeof(dir));
+	mkdir_p(dir, ".git/hooks");
+	write_file(dir, ".git/config", "[core]\n");
+	mkdir_p(dir, ".git/modules/lib/one/hooks");
+	write_file(dir, ".git/modules/lib/one/HEAD", "ref: refs/heads/main\n");
+	mkdir_p(dir, ".git/modules/lib/one/modules/two");
+	write_file(dir, ".git/modules/lib/one/modules/two/HEAD", "ref: refs/heads/main\n");
+	p = resolved(dir);
+	snprintf(git, sizeof(git), "%s/.git", dir);
+	e = find(p, dir, ".git/commondir", WARD_PROTECT_MISSING);
+	ASSERT_TRUE(e != NULL);
+	ASSERT_STREQ(e->guard_dir, git);
+	ASSERT_PROTECTED(p, dir, ".git/config.worktree", WARD_PROTECT_MISSING);
+	ASSERT_PROTECTED(p, dir, ".git/modules/lib/one/hooks", WARD_PROTECT_READONLY);
+	ASSERT_PROTECTED(p, dir, ".git/modules/lib/one/config", WARD_PROTECT_MISSING);
+	ASSERT_PROTECTED(p, dir, ".git/modules/lib/one/modules/two/hooks", WARD_PROTECT_MISSING);
+	ward_policy_free(p);
+}
+
+TEST(shared_tmp_roots_get_no_implicit_protections)
+{
+	char dir[256], tmp[512];
+	struct ward_policy *p;
+	struct ward_error err = {0};
+
+	test_dir(dir, sizeof(dir));
+	mkdir_p(dir, "ws");
+	mkdir_p(dir, "shared");
+	snprintf(tmp, sizeof(tmp), "%s/shared", dir);
+	setenv("TMPDIR", tmp, 1);
+	snprintf(tmp, sizeof(tmp), "%s/ws", dir);
+	ASSERT_OK(ward_policy_new(&p));
+	ASSERT_OK(ward_policy_set_cwd(p, tmp));
+	ASSERT_OK(ward_policy_set_exclude_slash_tmp(p, true));
+	ASSERT_OK(ward_policy_resolve(p, &err));
+	ASSERT_EQ(p->roots.n, 2);
+	ASSERT_PROTECTED(p, tmp, ".codex", WARD_PROTECT_MISSING);
+	snprintf(tmp, sizeof(tmp), "%s/shared", dir);
+	ASSERT_TRUE(find(p, tmp, ".codex", WARD_PROTECT_MISSING) == NULL);
+	/* Named explicitly, the same directory is protected. */
+	ASSERT_OK(ward_policy_add_writable(p, tmp));
+	ASSERT_OK(ward_policy_resolve(p, &err));
+	ASSERT_PROTECTED(p, tmp, ".codex", WARD_PROTECT_MISSING);
+	ward_policy_free(p);
+}
+
+TEST(danger_full_access_refuses_what_it_cannot_enforce)
+{
+	struct ward_policy *p;
+	struct ward_error err = {0};
+
+	ASSERT_OK(ward_policy_new(&p));
+	ASSERT_OK(ward_policy_set_mode(p, WARD_MODE_DANGER_FULL_ACCESS));
+	ASSERT_OK(ward_policy_resolve(p, &err));
+	ASSERT_OK(ward_policy_add_deny_read(p, "/etc/shadow"));
+	ASSERT_EQ(ward_policy_resolve(p, &err), -EINVAL);
+	ASSERT_CONTAINS(err.message, "--deny-read");
+	ward_policy_free(p);
+
+	ASSERT_OK(ward_policy_new(&p));
+	ASSERT_OK(ward_policy_set_mode(p, WARD_MODE_DANGER_FULL_ACCESS));
+	ASSERT_OK(ward_policy_set_network(p, false));
+	ASSERT_EQ(ward_policy_resolve(p, &err), -EINVAL);
+	ASSERT_CONTAINS(err.message, "--network off");
+	ward_policy_free(p);
+}
+
 /* ------------------------------------------------------------------ main */
 
 static int remove_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
