@@ -74,6 +74,9 @@ static int exec_search(char *const *argv, char *const *envp)
 	int saved = ENOENT;
 	char buf[PATH_MAX];
 
+	/* An empty name is not found (as execvp), not a directory of PATH. */
+	if (!argv[0][0])
+		return -ENOENT;
 	if (strchr(argv[0], '/')) {
 		execve(argv[0], argv, envp);
 		return -errno;

@@ -71,6 +71,9 @@ t_exit_codes() {
 	assert_stderr_has ward-it-no-such-command
 	w -- "$WS/missing/prog"
 	expect_rc 127
+	w -- ''
+	expect_rc 127
+	expect_one_line_error
 	# Exit statuses above 125 of the command itself stay the command's.
 	w -- sh -c 'exit 126'
 	expect_rc 126
