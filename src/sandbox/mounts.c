@@ -6,6 +6,7 @@
  *      nothing the host mounts later shows up writable inside;
  *   2. each writable root is cloned (open_tree, recursive, still read-write)
  *      before anything is changed, together with the few device nodes /dev needs;
+ *      read-only mounts inside a root stay read-only;
  *   3. the whole tree is made read-only, nosuid and nodev in one recursive
  *      mount_setattr() (Linux 5.12), so no submount is forgotten;
  *   4. the writable clones are attached over their own paths, parents first;
@@ -236,8 +237,18 @@ int ward__mounts_setup(const struct ward_policy *p, struct ward_error *err)
 				    p->roots.v[i]);
 			goto out;
 		}
-		r = setattr_fd(root_fds[i], MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV,
-			       MOUNT_ATTR_RDONLY);
+		/*
+		 * nosuid and nodev everywhere beneath; writable only the root's own
+		 * mount: a read-only mount inside a writable root stays read-only
+		 * (and, inherited into our user namespace, is locked that way).
+		 */
+		r = setattr_fd(root_fds[i], MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, 0);
+		if (r >= 0) {
+			struct mount_attr rw = {.attr_clr = MOUNT_ATTR_RDONLY};
+
+			r = RET_NERRNO(
+				mount_setattr(root_fds[i], "", AT_EMPTY_PATH, &rw, sizeof(rw)));
+		}
 		if (r < 0) {
 			ward__error(err, r, "mount", "cannot make writable root '%s' writable: %m",
 				    p->roots.v[i]);

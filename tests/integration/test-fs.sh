@@ -342,7 +342,29 @@ tcase "\$TMPDIR is writable unless --exclude-tmpdir-env-var" t_tmpdir_env
 tcase "--protect keeps a path read-only inside a root" t_protect
 tcase "--deny-read of a file: unreadable, host unchanged" t_deny_read_file
 tcase "--deny-read of a directory: unreadable and unlistable" t_deny_read_dir
+# A read-only mount inside a writable root stays read-only, and does not stop the run.
+# The mount is made in a mount namespace of the test's own (unshare), so this works
+# unprivileged too; ward's sandbox inherits it like any host mount.
+t_readonly_submount() {
+	need_cmd unshare
+	mkdir -p "$WS/ro" "$T/src"
+	printf 'orig\n' >"$T/src/file"
+	LAST_CMD="unshare -rm ... ward run"
+	timeout -k 3 "$WARD_TEST_TIMEOUT" unshare -rm sh -c '
+		mount --bind "$1" "$2/ro" && mount -o remount,bind,ro "$2/ro" || exit 99
+		cd "$2" && exec "$3" run -- sh -c "echo new > ro/file; echo ro=\$?; echo x > rw; echo rw=\$?"
+	' sh "$T/src" "$WS" "$WARD" </dev/null >"$T/.run/stdout" 2>"$T/.run/stderr"
+	WRC=$?
+	[ "$WRC" != 99 ] || skip "cannot make a read-only bind mount here"
+	expect_rc 0
+	assert_stdout_has "ro=2"
+	assert_stdout_has "rw=0"
+	assert_content "$T/src/file" orig
+	assert_content "$WS/rw" x
+}
+
 tcase "/dev is minimal" t_dev_minimal
 tcase "no placeholder files on the host after a run" t_no_placeholders
 tcase "no placeholder files while running and after ward is SIGKILLed" t_no_placeholders_killed
+tcase "a read-only mount inside a writable root stays read-only" t_readonly_submount
 finish
