@@ -9,7 +9,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include <seccomp.h>
+
 #include "sandbox/sandbox.h"
+
+#define SECCOMP_GEN_NAMES 1024 /* SYSCALL_NAME_CACHE in seccomp.c */
 
 int main(void)
 {
@@ -46,6 +50,17 @@ int main(void)
 		       prog.has_notify ? "true" : "false");
 		ward__seccomp_prog_release(&prog);
 	}
+	/* Syscall names by number, so the supervisor never calls into libseccomp after fork. */
+	printf("#define WARD__SECCOMP_HAVE_NAMES 1\nstatic const char *const ward__seccomp_names[%d] = {\n",
+	       SECCOMP_GEN_NAMES);
+	for (int nr = 0; nr < SECCOMP_GEN_NAMES; nr++) {
+		char *name = seccomp_syscall_resolve_num_arch(SCMP_ARCH_NATIVE, nr);
+
+		if (name)
+			printf("\t[%d] = \"%s\",\n", nr, name);
+		free(name);
+	}
+	printf("};\n\n");
 	printf("static const struct ward__seccomp_precompiled ward__seccomp_precompiled[32] = {\n");
 	for (unsigned i = 0; i < 32; i++)
 		printf("\t{ ward__seccomp_prog_%u, sizeof(ward__seccomp_prog_%u) / sizeof(struct sock_filter), "

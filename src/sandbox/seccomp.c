@@ -84,6 +84,12 @@ struct build {
 	scmp_filter_ctx ctx;
 	struct ward_error *err;
 	bool has_notify;
+	/*
+	 * Refusals (EPERM, EACCES) go to the supervisor instead, which answers
+	 * with the same errno and reports the denial: the only way ward learns
+	 * that the filter refused something. Set for observed (captured) runs.
+	 */
+	bool notify_refusals;
 };
 
 /*
@@ -100,6 +106,9 @@ static int add(struct build *b, uint32_t action, const char *name, int fallback_
 		nr = fallback_nr;
 	if (nr < 0)
 		return 0;
+	if (b->notify_refusals &&
+	    (action == SCMP_ACT_ERRNO(EPERM) || action == SCMP_ACT_ERRNO(EACCES)))
+		action = SCMP_ACT_NOTIFY;
 	r = seccomp_rule_add_array(b->ctx, action, nr, n, cmp);
 	if (r < 0)
 		return ward__error(b->err, r, "seccomp", "cannot add the seccomp rule for '%s': %m",
@@ -301,6 +310,17 @@ static int rules_network(struct build *b, const struct ward__seccomp_opts *o)
 		if (r < 0)
 			return r;
 	}
+	if (o->observe_fs && o->netns) {
+		/*
+		 * Observed runs: a datagram sent to an address outside fails in the
+		 * private namespace (ENETUNREACH); the supervisor reports it and lets
+		 * the kernel decide. Only sendto() with an address: seccomp cannot
+		 * see the address inside sendmsg()'s struct.
+		 */
+		r = RULE(b, SCMP_ACT_NOTIFY, "sendto", SCMP_A4(SCMP_CMP_NE, 0));
+		if (r < 0)
+			return r;
+	}
 	if (!o->supervise_connect)
 		return 0;
 	/*
@@ -422,7 +442,7 @@ static int export_bpf(scmp_filter_ctx ctx, struct ward__seccomp_prog *ret, struc
 int ward__seccomp_compile(const struct ward__seccomp_opts *o, struct ward__seccomp_prog *ret,
 			  struct ward_error *err)
 {
-	struct build b = {.err = err};
+	struct build b = {.err = err, .notify_refusals = o->observe_fs};
 	struct ward__seccomp_prog prog = {0};
 	int r;
 
@@ -457,8 +477,9 @@ out:
 
 unsigned ward__seccomp_opts_index(const struct ward__seccomp_opts *o)
 {
-	return (o->network_off ? 1u : 0u) | (o->netns ? 2u : 0u) | (o->supervise_connect ? 4u : 0u) |
-	       (o->observe_fs ? 8u : 0u) | (o->observe_reads ? 16u : 0u);
+	return (o->network_off ? 1u : 0u) | (o->netns ? 2u : 0u) |
+		(o->supervise_connect ? 4u : 0u) | (o->observe_fs ? 8u : 0u) |
+		(o->observe_reads ? 16u : 0u);
 }
 
 #if !defined(WARD_SECCOMP_NO_PRECOMPILED) && __has_include("seccomp-precompiled.h")
@@ -473,7 +494,8 @@ unsigned ward__seccomp_opts_index(const struct ward__seccomp_opts *o)
 int ward__seccomp_build(const struct ward__seccomp_opts *o, struct ward__seccomp_prog *ret,
 			struct ward_error *err)
 {
-	const struct ward__seccomp_precompiled *pc = &ward__seccomp_precompiled[ward__seccomp_opts_index(o)];
+	const struct ward__seccomp_precompiled *pc =
+		&ward__seccomp_precompiled[ward__seccomp_opts_index(o)];
 	void *insns;
 
 	if (pc->len == 0)
@@ -482,7 +504,8 @@ int ward__seccomp_build(const struct ward__seccomp_opts *o, struct ward__seccomp
 	if (!insns)
 		return ward__error(err, -ENOMEM, "seccomp", "out of memory");
 	memcpy(insns, pc->insns, pc->len * sizeof(struct sock_filter));
-	*ret = (struct ward__seccomp_prog){.insns = insns, .len = pc->len, .has_notify = pc->has_notify};
+	*ret = (struct ward__seccomp_prog){
+		.insns = insns, .len = pc->len, .has_notify = pc->has_notify};
 	return 0;
 }
 #else
@@ -542,6 +565,11 @@ const char *ward__seccomp_syscall_name(int nr)
 
 	if (nr < 0 || nr >= SYSCALL_NAME_CACHE)
 		return NULL;
+#ifdef WARD__SECCOMP_HAVE_NAMES
+	/* Generated at build time: no libseccomp call (and no malloc) after a fork. */
+	if ((size_t)nr < ELEMENTSOF(ward__seccomp_names) && ward__seccomp_names[nr])
+		return ward__seccomp_names[nr];
+#endif
 	name = __atomic_load_n(&cache[nr], __ATOMIC_ACQUIRE);
 	if (name)
 		return name;

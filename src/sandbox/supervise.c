@@ -118,6 +118,14 @@ struct priv {
 	int timer_fd;
 	bool timer_armed;
 	int landlock_abi;
+	/* The command's credentials, for telling its own permission failures from the sandbox's. */
+	uid_t uid;
+	gid_t gid;
+	gid_t groups[64];
+	int n_groups;
+	bool ids_ambiguous; /* in a user namespace where our uid/gid is also the overflow id */
+	uid_t overflow_uid;
+	gid_t overflow_gid;
 	struct seccomp_notif_sizes sizes;
 	struct seccomp_notif *req;
 	struct seccomp_notif_resp *resp;
@@ -1156,6 +1164,115 @@ static bool protected_mount(const struct ward_policy *p, const char *path)
 	return false;
 }
 
+static unsigned long read_ulong(const char *path, unsigned long dflt)
+{
+	char buf[32];
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t n;
+
+	if (fd < 0)
+		return dflt;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return dflt;
+	buf[n] = '\0';
+	return strtoul(buf, NULL, 10);
+}
+
+static void init_ids(struct priv *pv)
+{
+	char map[64];
+	int fd;
+	ssize_t n = -1;
+	bool userns;
+
+	pv->uid = geteuid();
+	pv->gid = getegid();
+	pv->n_groups = getgroups(ELEMENTSOF(pv->groups), pv->groups);
+	if (pv->n_groups < 0)
+		pv->n_groups = 0;
+	pv->overflow_uid = (uid_t)read_ulong("/proc/sys/kernel/overflowuid", 65534);
+	pv->overflow_gid = (gid_t)read_ulong("/proc/sys/kernel/overflowgid", 65534);
+	fd = open("/proc/self/uid_map", O_RDONLY | O_CLOEXEC);
+	if (fd >= 0) {
+		n = read(fd, map, sizeof(map) - 1);
+		close(fd);
+	}
+	map[n > 0 ? n : 0] = '\0';
+	/* The initial namespace maps everything: "0 0 4294967295". */
+	userns = !strstr(map, "4294967295");
+	/*
+	 * Inside our user namespace an unmapped owner shows as the overflow id:
+	 * if that is also our own id, a file may be ours or anyone's.
+	 */
+	pv->ids_ambiguous = userns && (pv->uid == pv->overflow_uid || pv->gid == pv->overflow_gid);
+}
+
+enum perm {
+	PERM_WRITE, /* write to the inode (an existing file) */
+	PERM_DIR, /* add or remove an entry: write and search on the directory */
+	PERM_OWNER, /* change attributes: be the owner */
+};
+
+/*
+ * Would the host's own permission checks let the command do this, sandbox or
+ * not? When they would not, the failure is the command's own (an unprivileged
+ * user writing /etc/passwd) and is not a denial of the sandbox. ward run as
+ * root passes them (root outside has CAP_DAC_OVERRIDE); ACLs are not read
+ * (their mask can only narrow group permissions; a refusal they add is
+ * reported). Where ids are ambiguous (only for attribute changes, or
+ * without faccessat2) the stricter reading is taken.
+ */
+static bool host_permits(const struct priv *pv, int fd, enum perm perm)
+{
+	struct stat st;
+	unsigned need = perm == PERM_DIR ? 3 : 2, owner_bits, group_bits, other_bits;
+	bool owner, group = false;
+
+	if (pv->uid == 0 || fd < 0)
+		return true;
+	if (perm != PERM_OWNER) {
+		/*
+		 * The kernel's own answer: access(2) without AT_EACCESS checks with
+		 * the real ids and, for a non-root uid, without capabilities (as the
+		 * command), and reports the permission bits (EACCES) before our
+		 * read-only mount (EROFS). Unlike the bits we can stat, it sees the
+		 * real owner of files whose owner is not mapped in our namespace.
+		 */
+		long r = syscall(SYS_faccessat2, fd, "", perm == PERM_DIR ? W_OK | X_OK : W_OK,
+				 AT_EMPTY_PATH);
+
+		if (r == 0 || errno == EROFS)
+			return true;
+		if (errno == EACCES)
+			return false;
+		/* No faccessat2 (Linux < 5.8): the permission bits below. */
+	}
+	if (fstat(fd, &st) < 0)
+		return true;
+	owner = st.st_uid == pv->uid;
+	if (owner && pv->ids_ambiguous && st.st_uid == pv->overflow_uid)
+		owner = false;
+	if (perm == PERM_OWNER)
+		return owner;
+	if (!owner) {
+		group = st.st_gid == pv->gid;
+		for (int i = 0; !group && i < pv->n_groups; i++)
+			group = st.st_gid == pv->groups[i];
+		if (group && pv->ids_ambiguous && st.st_gid == pv->overflow_gid)
+			group = false;
+	}
+	owner_bits = (st.st_mode >> 6) & 7;
+	group_bits = (st.st_mode >> 3) & 7;
+	other_bits = st.st_mode & 7;
+	if (owner)
+		return (owner_bits & need) == need;
+	if (group)
+		return (group_bits & need) == need;
+	return (other_bits & need) == need;
+}
+
 /*
  * Predicts the sandbox's refusal of a write to path: the errno the command
  * gets, or 0 when the sandbox does not stand in the way. ro: the relevant
@@ -1168,12 +1285,15 @@ static bool protected_mount(const struct ward_policy *p, const char *path)
  * guard in spawn.c handles its creation), so it is not predicted here.
  */
 static int predict_write(const struct ward__supervisor *s, const struct priv *pv, const char *path,
-			 bool ro, bool busy, bool landlock)
+			 bool ro, bool busy, bool landlock, int perm_fd, enum perm perm)
 {
 	const struct ward__protected *prot;
 	bool outside;
 
 	if (ward__path_under(path, "/dev") || ward__path_under(path, "/proc"))
+		return 0;
+	/* Refused by the host's own permissions anyway: not the sandbox's doing. */
+	if (!host_permits(pv, perm_fd, perm))
 		return 0;
 	prot = ward__policy_protected_for(s->policy, path);
 	outside = !prot && !ward__policy_path_writable(s->policy, path);
@@ -1243,7 +1363,8 @@ static void observe_open(struct ward__supervisor *s, int nr, int32_t pid, const 
 		if (r->obj < 0 || !S_ISDIR(r->st.st_mode) ||
 		    fd_path(r->obj, pv->canon, sizeof(pv->canon)) < 0)
 			return;
-		err = predict_write(s, pv, pv->canon, fd_readonly(r->obj), false, true);
+		err = predict_write(s, pv, pv->canon, fd_readonly(r->obj), false, true, r->obj,
+				    PERM_DIR);
 		fs_report(s, "create", nr, err, pid, pv->canon);
 		return;
 	}
@@ -1253,14 +1374,16 @@ static void observe_open(struct ward__supervisor *s, int nr, int32_t pid, const 
 			return;
 		if (fd_path(r->obj, pv->canon, sizeof(pv->canon)) < 0)
 			return;
-		err = predict_write(s, pv, pv->canon, fd_readonly(r->obj), false, true);
+		err = predict_write(s, pv, pv->canon, fd_readonly(r->obj), false, true, r->obj,
+				    PERM_WRITE);
 		fs_report(s, "write", nr, err, pid, pv->canon);
 		return;
 	}
 	/* Missing: ENOENT unless created. */
 	if (!creat || entry_path(r, pv->canon, sizeof(pv->canon)) < 0)
 		return;
-	err = predict_write(s, pv, pv->canon, fd_readonly(r->parent), false, true);
+	err = predict_write(s, pv, pv->canon, fd_readonly(r->parent), false, true, r->parent,
+			    PERM_DIR);
 	fs_report(s, "create", nr, err, pid, pv->canon);
 }
 
@@ -1334,7 +1457,8 @@ static void observe_fs(struct ward__supervisor *s, const struct seccomp_notif *r
 		/* EEXIST wins over EROFS for a name that exists. */
 		if (a.obj >= 0 || entry_path(&a, pv->canon, sizeof(pv->canon)) < 0)
 			break;
-		err = predict_write(s, pv, pv->canon, fd_readonly(a.parent), false, true);
+		err = predict_write(s, pv, pv->canon, fd_readonly(a.parent), false, true, a.parent,
+				    PERM_DIR);
 		fs_report(s, "create", nr, err, pid, pv->canon);
 		break;
 	case FS_DELETE:
@@ -1346,12 +1470,13 @@ static void observe_fs(struct ward__supervisor *s, const struct seccomp_notif *r
 			break;
 		if (a.obj < 0) {
 			/* The kernel checks the mount before the lookup: EROFS even for a missing name. */
-			err = predict_write(s, pv, pv->canon, fd_readonly(a.parent), false, false);
+			err = predict_write(s, pv, pv->canon, fd_readonly(a.parent), false, false,
+					    a.parent, PERM_DIR);
 			fs_report(s, "delete", nr, err == EROFS ? err : 0, pid, pv->canon);
 			break;
 		}
 		err = predict_write(s, pv, pv->canon, fd_readonly(a.parent), fd_mount_root(a.obj),
-				    true);
+				    true, a.parent, PERM_DIR);
 		fs_report(s, "delete", nr, err, pid, pv->canon);
 		break;
 	case FS_RENAME: {
@@ -1377,12 +1502,13 @@ static void observe_fs(struct ward__supervisor *s, const struct seccomp_notif *r
 		if (entry_path(&a, pv->canon, sizeof(pv->canon)) < 0)
 			break;
 		err = predict_write(s, pv, pv->canon, fd_readonly(a.parent),
-				    a.obj >= 0 && fd_mount_root(a.obj), true);
+				    a.obj >= 0 && fd_mount_root(a.obj), true, a.parent, PERM_DIR);
 		if (a.obj < 0 && err != EROFS)
 			break;
 		if (err == 0 && entry_path(&b, pv->canon, sizeof(pv->canon)) == 0)
 			err = predict_write(s, pv, pv->canon, fd_readonly(b.parent),
-					    b.obj >= 0 && fd_mount_root(b.obj), true);
+					    b.obj >= 0 && fd_mount_root(b.obj), true, b.parent,
+					    PERM_DIR);
 		fs_report(s, "rename", nr, err, pid, pv->canon);
 		break;
 	}
@@ -1398,12 +1524,114 @@ static void observe_fs(struct ward__supervisor *s, const struct seccomp_notif *r
 			break;
 		/* Landlock governs truncate() from ABI 3; attribute changes never. */
 		err = predict_write(s, pv, pv->canon, fd_readonly(a.obj), false,
-				    c->op == FS_TRUNCATE && pv->landlock_abi >= 3);
+				    c->op == FS_TRUNCATE && pv->landlock_abi >= 3, a.obj,
+				    c->op == FS_TRUNCATE ? PERM_WRITE : PERM_OWNER);
 		fs_report(s, "write", nr, err, pid, pv->canon);
 		break;
 	}
 	resolved_release(&a);
 	resolved_release(&b);
+}
+
+/* ------------------------------------------------------------------ refusals */
+
+static const char *family_name(int family)
+{
+	switch (family) {
+	case AF_UNIX:
+		return "AF_UNIX";
+	case AF_INET:
+		return "AF_INET";
+	case AF_INET6:
+		return "AF_INET6";
+	case AF_PACKET:
+		return "AF_PACKET";
+	case AF_VSOCK:
+		return "AF_VSOCK";
+	case AF_NETLINK:
+		return "AF_NETLINK";
+	}
+	return NULL;
+}
+
+static const char *socktype_name(int type)
+{
+	switch (type & 0xf) {
+	case SOCK_STREAM:
+		return "SOCK_STREAM";
+	case SOCK_DGRAM:
+		return "SOCK_DGRAM";
+	case SOCK_RAW:
+		return "SOCK_RAW";
+	case SOCK_SEQPACKET:
+		return "SOCK_SEQPACKET";
+	}
+	return "?";
+}
+
+/*
+ * A syscall the filter refuses, sent here (in observed runs) only to be
+ * reported: answered with the errno the filter would have given (EACCES for
+ * AF_UNIX datagram sockets, EPERM for everything else), never allowed.
+ */
+static void handle_refusal(struct ward__supervisor *s, const struct seccomp_notif *req)
+{
+	struct priv *pv = s->priv;
+	const char *name = ward__seccomp_syscall_name(req->data.nr);
+	const char *access = "syscall";
+	int error = EPERM;
+	char target[96];
+
+	snprintf(target, sizeof(target), "%s", name ? name : "?");
+	if (req->data.nr == SYS_socket || req->data.nr == SYS_socketpair) {
+		int family = (int)(uint32_t)req->data.args[0];
+		const char *f = family_name(family);
+
+		access = "socket";
+		if (family == AF_UNIX)
+			error = EACCES;
+		if (f)
+			snprintf(target, sizeof(target), "%s %s", f,
+				 socktype_name((int)req->data.args[1]));
+		else
+			snprintf(target, sizeof(target), "family %d %s", family,
+				 socktype_name((int)req->data.args[1]));
+	} else if (req->data.nr == SYS_ioctl) {
+		uint32_t request = (uint32_t)req->data.args[1];
+
+		snprintf(target, sizeof(target), "%s",
+			 request == TIOCSTI		? "TIOCSTI"
+				 : request == TIOCLINUX ? "TIOCLINUX"
+							: "ioctl");
+	} else if (req->data.nr == SYS_clone) {
+		snprintf(target, sizeof(target), "clone flags 0x%llx",
+			 (unsigned long long)req->data.args[0]);
+	}
+	respond(pv, req->id, -error, 0);
+	report_denial(s, access, req->data.nr, error, (int32_t)req->pid, target);
+}
+
+/*
+ * sendto() with an address, in a private network namespace with the network
+ * off: a destination outside loopback is unreachable there (ENETUNREACH), the
+ * sandbox's doing, so it is reported. The kernel decides (CONTINUE).
+ */
+static void handle_sendto(struct ward__supervisor *s, const struct seccomp_notif *req)
+{
+	struct priv *pv = s->priv;
+	struct sockaddr_storage ss;
+	int64_t len = (int64_t)req->data.args[5];
+	char target[INET6_ADDRSTRLEN + 16];
+
+	memset(&ss, 0, sizeof(ss));
+	if (s->netns && len > 0 && (size_t)len <= sizeof(ss) &&
+	    read_mem((pid_t)req->pid, req->data.args[4], &ss, (size_t)len) == 0 &&
+	    id_valid(pv, req->id) && (ss.ss_family == AF_INET || ss.ss_family == AF_INET6) &&
+	    !inet_loopback(&ss, (socklen_t)len)) {
+		inet_target(&ss, (socklen_t)len, target, sizeof(target));
+		report_denial(s, "sendto", req->data.nr, ENETUNREACH, (int32_t)req->pid, target);
+	}
+	respond(pv, req->id, 0, SECCOMP_USER_NOTIF_FLAG_CONTINUE);
 }
 
 /* ------------------------------------------------------------------ the loop */
@@ -1417,14 +1645,18 @@ static void handle_one(struct ward__supervisor *s, const struct seccomp_notif *r
 		handle_connect(s, req);
 		return;
 	}
+	if (req->data.nr == SYS_sendto) {
+		handle_sendto(s, req);
+		return;
+	}
 	if (fs_call_for(req->data.nr, &c)) {
 		observe_fs(s, req, &c);
 		/* Observation only: the kernel decides, so continuing grants nothing. */
 		respond(pv, req->id, 0, SECCOMP_USER_NOTIF_FLAG_CONTINUE);
 		return;
 	}
-	/* Not a syscall the filter sends here: fail closed. */
-	respond(pv, req->id, -EPERM, 0);
+	/* Everything else the filter sends here is a refusal to report (and never allowed). */
+	handle_refusal(s, req);
 }
 
 static int handle_notifications(struct ward__supervisor *s)
@@ -1524,6 +1756,7 @@ int ward__supervisor_init(struct ward__supervisor *s, int listener_fd, int repor
 	abi = syscall(SYS_landlock_create_ruleset, NULL, 0,
 		      1U /* LANDLOCK_CREATE_RULESET_VERSION */);
 	pv->landlock_abi = abi > 0 ? (int)abi : 0;
+	init_ids(pv);
 	s->priv = pv;
 
 	pv->epoll_fd = epoll_create1(EPOLL_CLOEXEC);

@@ -323,6 +323,59 @@ t_no_denial_own_failures() {
 	fi
 }
 
+# What the seccomp filter refuses is reported with the syscall (and its key argument),
+# from the supervisor that answered it, with the errno the command got.
+t_denial_seccomp() {
+	need_exact_denials
+	wj -- "$PROBE" socket-packet
+	expect_json 'd["stdout"].split(":")[1].split()[0]' '"EPERM"'
+	expect_json "[(x['access'], x['syscall'], x['error'], x['target']) for x in d['denials']]" \
+		'[["socket", "socket", "EPERM", "AF_PACKET SOCK_RAW"]]'
+	wj -- "$PROBE" unshare user
+	expect_json "[(x['access'], x['syscall'], x['error']) for x in d['denials']]" \
+		'[["syscall", "unshare", "EPERM"]]'
+	wj -- "$PROBE" tiocsti
+	expect_json "any(x['syscall'] == 'ioctl' and x['target'] == 'TIOCSTI' for x in d['denials'])" true
+	wj -- "$PROBE" io-uring
+	expect_json "any(x['syscall'].startswith('io_uring') for x in d['denials'])" true
+	# clone3 answers ENOSYS so that libc falls back to clone: not a denial.
+	wj -- "$PROBE" clone3
+	expect_json '[d["sandbox_denied"], d["denials"]]' '[false, []]'
+}
+
+# A datagram to an address outside is unreachable in the sandbox's network namespace:
+# reported with the address. Loopback datagrams are not.
+t_denial_udp() {
+	need_exact_denials
+	wj -- "$PROBE" connect-udp 192.0.2.1 53
+	expect_json "[(x['access'], x['error'], x['target']) for x in d['denials']]" \
+		'[["sendto", "ENETUNREACH", "192.0.2.1:53"]]'
+	wj -- "$PROBE" connect-udp 127.0.0.1 9
+	expect_json '[d["sandbox_denied"], d["denials"]]' '[false, []]'
+	wj -- "$PROBE" connect-udp ::1 9
+	expect_json '[d["sandbox_denied"], d["denials"]]' '[false, []]'
+}
+
+# A write the host's own permissions refuse is the command's failure, not the sandbox's:
+# unprivileged, writing /etc/passwd or a read-only file of one's own is not a denial; for
+# root (who could write them outside) it is.
+t_denial_own_permissions() {
+	need_exact_denials
+	printf 'orig\n' >"$OUT/mine"
+	chmod 0444 "$OUT/mine"
+	wj -- sh -c "echo x >> /etc/passwd; echo x > $OUT/mine; touch /etc/ward-it-new"
+	if [ "$(id -u)" = 0 ]; then
+		expect_json "sorted(x['target'] for x in d['denials'])" "[\"/etc/passwd\", \"/etc/ward-it-new\", \"$OUT/mine\"]"
+	else
+		expect_json '[d["sandbox_denied"], d["denials"]]' '[false, []]'
+	fi
+	# A file of one's own outside the roots, writable on the host: refused by the sandbox.
+	chmod 0644 "$OUT/mine"
+	wj -- sh -c "echo x > $OUT/mine"
+	expect_json "[(x['access'], x['target']) for x in d['denials']]" "[[\"write\", \"$OUT/mine\"]]"
+	assert_content "$OUT/mine" orig
+}
+
 tcase "caps: head and tail kept, middle dropped at 63, 64, 65, 200 bytes" t_caps_exact
 tcase "caps: per-stream and aggregated caps and counts" t_caps_streams
 tcase "a flood ($FLOOD bytes) keeps ward's RSS within the caps + 8 MiB" t_flood_rss
@@ -340,4 +393,7 @@ tcase "denials: a write to a protected path is reported" t_denial_protected
 tcase "denials: a denied read is reported" t_denial_read
 tcase "denials: a blocked connect to a host socket is reported" t_denial_connect
 tcase "denials: none for false, ls of a missing file, a compiler error" t_no_denial_own_failures
+tcase "denials: seccomp refusals with the syscall and its argument" t_denial_seccomp
+tcase "denials: a datagram to an outside address, not to loopback" t_denial_udp
+tcase "denials: none where the host's own permissions refuse" t_denial_own_permissions
 finish
