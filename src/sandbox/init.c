@@ -249,7 +249,13 @@ _noreturn_ static void command_main(const struct ward__spawn_opts *o, int report
 			    "cannot make the pty the controlling terminal: %m");
 		cmd_fail(report_fd, 125, &e);
 	}
-	if (setup_stdio(o, &e) < 0 || close_other_fds(o, &e) < 0 || drop_capabilities(&e) < 0)
+	/*
+	 * danger-full-access is no sandbox: the command keeps what ward's caller
+	 * has (root stays root, setuid binaries work); it only gets the session,
+	 * the environment policy and the process-tree cleanup.
+	 */
+	if (setup_stdio(o, &e) < 0 || close_other_fds(o, &e) < 0 ||
+	    (o->policy->mode != WARD_MODE_DANGER_FULL_ACCESS && drop_capabilities(&e) < 0))
 		cmd_fail(report_fd, 125, &e);
 
 	if (prog->insns) {
@@ -355,7 +361,8 @@ void ward__init_main(const struct ward__spawn_opts *o, int report_fd,
 		cmd_fail(report_fd, 125, &e);
 	}
 	/* Landlock and seccomp both require no_new_privs (or CAP_SYS_ADMIN, which the command must not keep). */
-	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0) {
+	if (o->policy->mode != WARD_MODE_DANGER_FULL_ACCESS &&
+	    prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0) {
 		ward__error(&e, -errno, "init", "cannot set no_new_privs: %m");
 		cmd_fail(report_fd, 125, &e);
 	}

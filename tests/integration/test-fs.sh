@@ -164,6 +164,11 @@ t_danger_full_access() {
 	wp -s danger-full-access -- write "$OUT/file" changed
 	expect_ok
 	assert_content "$OUT/file" changed
+	# No sandbox means none: the caller's capabilities and privileges stay.
+	w -s danger-full-access -- grep -E '^(CapEff|NoNewPrivs):' /proc/self/status
+	expect_rc 0
+	assert_eq "$(grep NoNewPrivs "$T/.run/stdout" | tr -d '[:space:]')" "NoNewPrivs:0" "no_new_privs"
+	assert_eq "$(grep CapEff "$T/.run/stdout")" "$(grep CapEff /proc/self/status)" "capabilities"
 }
 
 t_extra_root() {
