@@ -16,6 +16,7 @@ struct cli_run_args {
 	char **argv; /* the command, points into main()'s argv */
 	bool json; /* --json: captured run, one JSON object on stdout */
 	bool json_base64; /* --json-base64: add base64 forms of the outputs */
+	bool max_output_set; /* --max-output was given (needs --json) */
 	bool have_timeout;
 	uint64_t timeout_ms;
 	bool stdin_inherit; /* --stdin - : the command reads ward's own stdin */

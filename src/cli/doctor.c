@@ -43,8 +43,8 @@ int cli_doctor(int argc, char **argv)
 			fputs(doctor_help, stdout);
 			return 0;
 		} else {
-			cli_errorf("doctor: unknown option '%s'", argv[i]);
-			fprintf(stderr, "hint: see 'ward doctor --help'\n");
+			cli_errorf("doctor: unknown option '%s' (see 'ward doctor --help')",
+				   argv[i]);
 			return WARD_EXIT_FAILURE;
 		}
 	}

@@ -40,7 +40,6 @@ int main(int argc, char **argv)
 		printf("ward %s\n", ward_version());
 		return 0;
 	}
-	cli_errorf("unknown command '%s'", argv[1]);
-	fprintf(stderr, "hint: see 'ward --help'\n");
+	cli_errorf("unknown command '%s' (see 'ward --help')", argv[1]);
 	return WARD_EXIT_FAILURE;
 }

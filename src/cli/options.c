@@ -26,9 +26,12 @@ void cli_errorf(const char *fmt, ...)
 
 void cli_report_error(const struct ward_error *err)
 {
-	fprintf(stderr, "ward: %s\n", err->message[0] ? err->message : "unknown error");
+	/* One line, whatever went wrong: the hint rides along after the reason. */
 	if (err->hint[0])
-		fprintf(stderr, "hint: %s\n", err->hint);
+		fprintf(stderr, "ward: %s (hint: %s)\n",
+			err->message[0] ? err->message : "unknown error", err->hint);
+	else
+		fprintf(stderr, "ward: %s\n", err->message[0] ? err->message : "unknown error");
 }
 
 enum {
@@ -143,6 +146,7 @@ static int split_env_set(struct cli_run_args *a, const char *arg)
 
 int cli_parse_run_args(int argc, char **argv, bool allow_run_options, struct cli_run_args *a)
 {
+	int longindex;
 	const char *verb = allow_run_options ? "run" : "policy show";
 	struct ward_error err = {0};
 	int r, c;
@@ -156,10 +160,15 @@ int cli_parse_run_args(int argc, char **argv, bool allow_run_options, struct cli
 	opterr = 0;
 	optind = 1;
 	/* "+": stop at the first non-option, so the command's own options stay the command's. */
-	while ((c = getopt_long(argc, argv, "+:s:C:w:h", run_options, NULL)) != -1) {
+	while ((longindex = -1,
+		c = getopt_long(argc, argv, "+:s:C:w:h", run_options, &longindex)) != -1) {
 		if (!allow_run_options && is_run_only(c)) {
-			cli_errorf("%s: option '%s' only applies to 'ward run'", verb,
-				   argv[optind - 1]);
+			if (longindex >= 0)
+				cli_errorf("%s: option '--%s' only applies to 'ward run'", verb,
+					   run_options[longindex].name);
+			else
+				cli_errorf("%s: option '%s' only applies to 'ward run'", verb,
+					   argv[optind - 1]);
 			return -1;
 		}
 		switch (c) {
@@ -269,13 +278,14 @@ int cli_parse_run_args(int argc, char **argv, bool allow_run_options, struct cli
 		case OPT_MAX_OUTPUT: {
 			uint64_t n;
 
-			if (ward__parse_size(optarg, &n) < 0 || n > (1ULL << 30) ||
+			if (ward__parse_size(optarg, &n) < 0 || n > (256ULL << 20) ||
 			    ward_run_options_set_max_output(a->opts, (size_t)n) < 0) {
 				cli_errorf(
-					"run: --max-output '%s': expected a byte count from 64 to 1G",
+					"run: --max-output '%s': expected a byte count from 64 to 256M",
 					optarg);
 				return -1;
 			}
+			a->max_output_set = true;
 			break;
 		}
 		case OPT_STDIN:
@@ -327,18 +337,23 @@ int cli_parse_run_args(int argc, char **argv, bool allow_run_options, struct cli
 			a->version = true;
 			return optind;
 		case ':':
-			cli_errorf("%s: option '%s' needs a value", verb, argv[optind - 1]);
-			fprintf(stderr, "hint: see 'ward %s --help'\n", verb);
+			cli_errorf("%s: option '%s' needs a value (see 'ward %s --help')", verb,
+				   argv[optind - 1], verb);
 			return -1;
 		case '?':
 		default:
 			if (optopt && optopt < 0x100)
-				cli_errorf("%s: unknown option '-%c'", verb, optopt);
+				cli_errorf("%s: unknown option '-%c' (see 'ward %s --help')", verb,
+					   optopt, verb);
 			else
-				cli_errorf("%s: unknown option '%s'", verb, argv[optind - 1]);
-			fprintf(stderr, "hint: see 'ward %s --help'\n", verb);
+				cli_errorf("%s: unknown option '%s' (see 'ward %s --help')", verb,
+					   argv[optind - 1], verb);
 			return -1;
 		}
+	}
+	if (a->max_output_set && !a->json) {
+		cli_errorf("run: --max-output applies to captured runs: add --json");
+		return -1;
 	}
 	if (a->stdin_path && a->json && load_stdin_file(a, a->stdin_path) < 0)
 		return -1;

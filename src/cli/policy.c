@@ -27,10 +27,12 @@ int cli_policy(int argc, char **argv)
 	    (strcmp(argv[1], "show") != 0 && strcmp(argv[1], "--help") != 0 &&
 	     strcmp(argv[1], "-h") != 0)) {
 		if (argc < 2)
-			cli_errorf("policy: missing subcommand");
+			cli_errorf(
+				"policy: missing subcommand (usage: ward policy show [OPTIONS])");
 		else
-			cli_errorf("policy: unknown subcommand '%s'", argv[1]);
-		fprintf(stderr, "hint: ward policy show [OPTIONS]\n");
+			cli_errorf(
+				"policy: unknown subcommand '%s' (usage: ward policy show [OPTIONS])",
+				argv[1]);
 		return WARD_EXIT_FAILURE;
 	}
 	if (strcmp(argv[1], "show") != 0) {

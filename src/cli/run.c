@@ -50,8 +50,9 @@ static const char run_help[] =
 	"      --keep-fd N              keep file descriptor N open in the command\n"
 	"      --timeout SECONDS        kill everything in the sandbox after SECONDS (exit 124)\n"
 	"      --json                   capture the run, print one JSON object (docs/json.md)\n"
-	"      --json-base64            with --json, add base64 forms of the outputs\n"
-	"      --max-output BYTES       with --json, cap each output (default 1M; head and tail kept)\n"
+	"      --json-base64            --json, plus base64 forms of the outputs\n"
+	"      --max-output BYTES       with --json, cap each output (64..256M, default 1M;\n"
+	"                               head and tail kept)\n"
 	"      --stdin FILE|-           command's stdin: FILE, or ward's own stdin (with --json\n"
 	"                               the default is /dev/null)\n"
 	"      --env-inherit all|core|none   environment passed in (default all)\n"
@@ -344,8 +345,8 @@ int cli_run(int argc, char **argv)
 		return 0;
 	}
 	if (!a.argv) {
-		cli_errorf("run: no command given");
-		fprintf(stderr, "hint: ward run [OPTIONS] [--] COMMAND [ARG...]\n");
+		cli_errorf(
+			"run: no command given (usage: ward run [OPTIONS] [--] COMMAND [ARG...])");
 		cli_run_args_release(&a);
 		return WARD_EXIT_FAILURE;
 	}

@@ -98,21 +98,6 @@ static bool matches_any(const char *name, char *const *patterns, size_t n)
 	return false;
 }
 
-/* Drops the variables for which matches_any() equals drop_if_match. */
-static void env_filter(struct env *e, char *const *patterns, size_t n, bool drop_if_match)
-{
-	size_t j = 0;
-
-	for (size_t i = 0; i < e->n; i++) {
-		if (matches_any(e->v[i].name, patterns, n) == drop_if_match) {
-			free(e->v[i].name);
-			continue;
-		}
-		e->v[j++] = e->v[i];
-	}
-	e->n = j;
-}
-
 static bool is_core(const char *name)
 {
 	for (size_t i = 0; ward__env_core_names[i]; i++)
@@ -121,8 +106,28 @@ static bool is_core(const char *name)
 	return false;
 }
 
-static int inherit(struct env *e, enum ward_env_inherit how)
+/* Whether an inherited variable survives the exclude and include_only patterns. */
+static bool kept(const struct ward_run_options *o, const char *name)
 {
+	if (o->env_default_excludes &&
+	    matches_any(name, (char *const *)default_excludes, ELEMENTSOF(default_excludes)))
+		return false;
+	if (o->n_env_exclude > 0 && matches_any(name, o->env_exclude, o->n_env_exclude))
+		return false;
+	if (o->n_env_include_only > 0 &&
+	    !matches_any(name, o->env_include_only, o->n_env_include_only))
+		return false;
+	return true;
+}
+
+/*
+ * Copies ward's environment, filtered as it goes: the caps apply to what the
+ * command gets, not to what ward was given.
+ */
+static int inherit(struct env *e, const struct ward_run_options *o)
+{
+	enum ward_env_inherit how = o->env_inherit;
+
 	if (how == WARD_ENV_INHERIT_NONE || !environ)
 		return 0;
 	for (char **s = environ; *s; s++) {
@@ -136,7 +141,7 @@ static int inherit(struct env *e, enum ward_env_inherit how)
 		name = strndup(*s, (size_t)(eq - *s));
 		if (!name)
 			return -ENOMEM;
-		if (how == WARD_ENV_INHERIT_CORE && !is_core(name))
+		if ((how == WARD_ENV_INHERIT_CORE && !is_core(name)) || !kept(o, name))
 			continue;
 		/* The first occurrence wins, as getenv() sees it. */
 		if (env_find(e, name))
@@ -163,15 +168,15 @@ int ward__exec_env_build(const struct ward_run_options *o, const struct ward_pol
 	/* Without a policy, say the network is off: a false "off" is harmless, a false "on" misleads tools. */
 	network_off = !p || (!p->network && p->mode != WARD_MODE_DANGER_FULL_ACCESS);
 
-	r = inherit(&e, o->env_inherit);
+	r = inherit(&e, o);
 	if (r < 0)
 		goto out;
-	if (o->env_default_excludes)
-		env_filter(&e, (char *const *)default_excludes, ELEMENTSOF(default_excludes), true);
-	if (o->n_env_exclude > 0)
-		env_filter(&e, o->env_exclude, o->n_env_exclude, true);
-	if (o->n_env_include_only > 0)
-		env_filter(&e, o->env_include_only, o->n_env_include_only, false);
+	/* An inherited PWD names ward's directory; the command starts in the policy's. */
+	if (p && p->cwd && env_find(&e, "PWD")) {
+		r = env_put(&e, "PWD", 3, p->cwd);
+		if (r < 0)
+			goto out;
+	}
 	for (size_t i = 0; i < o->n_env_set; i++) {
 		const char *eq = strchr(o->env_set[i], '=');
 

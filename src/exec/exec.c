@@ -758,7 +758,7 @@ static int build_result(struct run *run, const struct ward_policy *policy, int w
 	res->cancelled = run->cancelled;
 	if (sb->have_status && WIFSIGNALED(sb->wait_status))
 		res->signal = WTERMSIG(sb->wait_status);
-	else if ((run->timed_out || run->cancelled) && !sb->have_status)
+	else if ((run->timed_out || run->cancelled || sb->guard_tripped) && !sb->have_status)
 		/* ward killed the sandbox before the command ended: SIGKILL is what it died of. */
 		res->signal = SIGKILL;
 

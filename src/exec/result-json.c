@@ -269,10 +269,15 @@ static int denials_json(struct ward__buf *b, const struct ward_result *res)
 						     strnlen(d->access, sizeof(d->access)));
 		if (r >= 0)
 			r = key(b, "syscall");
-		if (r >= 0)
+		/* A tripped guard saw an entry appear, not a syscall fail: both are null then. */
+		if (r >= 0 && !d->syscall[0])
+			r = ward__buf_append_str(b, "null");
+		else if (r >= 0)
 			r = ward__json_append_string(b, d->syscall,
 						     strnlen(d->syscall, sizeof(d->syscall)));
-		if (r >= 0)
+		if (r >= 0 && d->error == 0)
+			r = ward__buf_append_str(b, ",\"error\":null");
+		else if (r >= 0)
 			r = kv_str(b, "error", ename);
 		if (r >= 0)
 			r = kv_str(b, "target", d->target ? d->target : "");

@@ -211,6 +211,17 @@ t_env_policy() {
 	expect_env "[$markers, \"FOO_TOKEN=t\", \"PATH=/usr/bin:/bin\"]"
 	env_of --network on
 	expect_json '[x for x in d["stdout"].split() if "SANDBOX" in x]' '["WARD_SANDBOX=1"]'
+	# The caps count what the command gets: a huge environment filtered down is fine.
+	LAST_CMD="ward run --json --env-include-only PATH (5000 variables)"
+	env $("$PY" -c 'print(" ".join("WARD_IT_V%d=x" % i for i in range(5000)))') \
+		"$WARD" run --json --env-include-only PATH -- env </dev/null >"$T/.run/stdout" 2>"$T/.run/stderr"
+	WRC=$?
+	expect_rc 0
+	expect_json '[x.split("=")[0] for x in d["stdout"].split()]' '["PATH", "WARD_SANDBOX", "WARD_SANDBOX_NETWORK_DISABLED", "CODEX_SANDBOX_NETWORK_DISABLED"]'
+	# PWD names the directory the command starts in.
+	mkdir -p "$WS/sub"
+	(cd "$WS" && PWD="$WS" "$WARD" run --json -C sub -- printenv PWD </dev/null >"$T/.run/stdout" 2>"$T/.run/stderr")
+	expect_json 'd["stdout"]' "\"$WS/sub\\n\""
 }
 
 t_text_and_base64() {
@@ -343,6 +354,17 @@ t_denial_seccomp() {
 	expect_json '[d["sandbox_denied"], d["denials"]]' '[false, []]'
 }
 
+# A tripped guard: the command was killed (SIGKILL), the creation was undone; no syscall
+# failed, so syscall and error are null.
+t_denial_guard() {
+	need_exact_denials
+	wj -- sh -c 'mkdir .codex; sleep 2'
+	expect_json '[d["exit_code"], d["signal"], d["guard_tripped"], d["sandbox_denied"]]' '[137, 9, true, true]'
+	expect_json "[(x['access'], x['syscall'], x['error'], x['target']) for x in d['denials']]" \
+		"[[\"create\", null, null, \"$WS/.codex\"]]"
+	assert_absent "$WS/.codex"
+}
+
 # A datagram to an address outside is unreachable in the sandbox's network namespace:
 # reported with the address. Loopback datagrams are not.
 t_denial_udp() {
@@ -395,5 +417,6 @@ tcase "denials: a blocked connect to a host socket is reported" t_denial_connect
 tcase "denials: none for false, ls of a missing file, a compiler error" t_no_denial_own_failures
 tcase "denials: seccomp refusals with the syscall and its argument" t_denial_seccomp
 tcase "denials: a datagram to an outside address, not to loopback" t_denial_udp
+tcase "denials: a tripped guard is a kill and an undone creation" t_denial_guard
 tcase "denials: none where the host's own permissions refuse" t_denial_own_permissions
 finish

@@ -82,7 +82,8 @@ t_exit_codes() {
 t_bad_options() {
 	local args
 	for args in "--sandbox bogus" "--network maybe" "--bogus-option" "-Z" "--keep-fd x" \
-		"--timeout -1" "--timeout 0" "--policy $T/missing.json" "--cd $T/missing-dir"; do
+		"--timeout -1" "--timeout 0" "--policy $T/missing.json" "--cd $T/missing-dir" \
+		"--max-output 100" "--json --max-output 300M" "--timeout"; do
 		# shellcheck disable=SC2086
 		w $args -- true
 		expect_rc 125
@@ -234,6 +235,10 @@ t_policy_show() {
 	[ "$on" != "$off" ] || fail "network on and off look the same: $on"
 	ward_cmd policy show --keep-fd 1
 	expect_rc 125
+	ward_cmd policy show --timeout 5
+	expect_rc 125
+	expect_one_line_error
+	assert_stderr_has "'--timeout' only applies to 'ward run'"
 	ward_cmd policy show --sandbox bogus
 	expect_rc 125
 	expect_one_line_error
