@@ -14,12 +14,14 @@
  * WARD_MUST_WORK=1 in the environment a skip counts as a failure.
  */
 #include <errno.h>
+#include <ftw.h>
 #include <inttypes.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -201,4 +203,32 @@ static inline int tap_main(void)
 		fflush(stdout);
 	}
 	return failed ? 1 : 0;
+}
+
+/*
+ * tap_main() in a scratch directory: mkdtemp(template) first (each test then
+ * makes what it needs below it, for example a directory named after its pid),
+ * everything removed after the last test.
+ */
+static inline int tap_scratch_remove(const char *path, const struct stat *st, int flag,
+				     struct FTW *ftw)
+{
+	(void)st;
+	(void)flag;
+	(void)ftw;
+	return remove(path) < 0 ? -1 : 0;
+}
+
+static inline int tap_main_in_scratch(char *template)
+{
+	int r;
+
+	if (!mkdtemp(template)) {
+		printf("Bail out! mkdtemp %s: %s\n", template, strerror(errno));
+		return 1;
+	}
+	r = tap_main();
+	if (nftw(template, tap_scratch_remove, 16, FTW_DEPTH | FTW_PHYS) < 0)
+		fprintf(stderr, "tap: could not remove %s: %s\n", template, strerror(errno));
+	return r;
 }

@@ -167,16 +167,12 @@ ssize_t ward__read_full(int fd, void *buf, size_t len)
 	return (ssize_t)got;
 }
 
-int ward__read_file(const char *path, size_t max, char **ret, size_t *ret_len)
+/* Reads up to max bytes (reading one more to tell "too large"), NUL-terminated. */
+static int read_bounded(int fd, size_t max, char **ret, size_t *ret_len)
 {
-	_cleanup_close_ int fd = -1;
-	_cleanup_free_ char *buf = NULL;
+	_cleanup_free_ char *buf = malloc(max + 2);
 	ssize_t n;
 
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
-	if (fd < 0)
-		return -errno;
-	buf = malloc(max + 2);
 	if (!buf)
 		return -ENOMEM;
 	n = ward__read_full(fd, buf, max + 1);
@@ -191,12 +187,19 @@ int ward__read_file(const char *path, size_t max, char **ret, size_t *ret_len)
 	return 0;
 }
 
+int ward__read_file(const char *path, size_t max, char **ret, size_t *ret_len)
+{
+	_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+
+	if (fd < 0)
+		return -errno;
+	return read_bounded(fd, max, ret, ret_len);
+}
+
 int ward__read_regular_file(const char *path, size_t max, char **ret, size_t *ret_len)
 {
 	_cleanup_close_ int fd = -1;
-	_cleanup_free_ char *buf = NULL;
 	struct stat st;
-	ssize_t n;
 
 	/* stat first: opening a device can have effects of its own; a FIFO would block. */
 	if (stat(path, &st) < 0)
@@ -212,19 +215,7 @@ int ward__read_regular_file(const char *path, size_t max, char **ret, size_t *re
 		return -EINVAL;
 	if ((uint64_t)st.st_size > max)
 		return -EFBIG;
-	buf = malloc((size_t)st.st_size + 2);
-	if (!buf)
-		return -ENOMEM;
-	n = ward__read_full(fd, buf, (size_t)st.st_size + 1);
-	if (n < 0)
-		return (int)n;
-	if ((size_t)n > max)
-		return -EFBIG;
-	buf[n] = '\0';
-	if (ret_len)
-		*ret_len = (size_t)n;
-	*ret = TAKE_PTR(buf);
-	return 0;
+	return read_bounded(fd, max, ret, ret_len);
 }
 
 int ward__write_file(const char *path, const char *s)

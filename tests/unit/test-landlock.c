@@ -7,7 +7,6 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <netinet/in.h>
 #include <stddef.h>
 #include <signal.h>
@@ -253,24 +252,7 @@ TEST(features_on_this_host)
 	ASSERT_TRUE(ward__features_get() == f);
 }
 
-static int remove_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-	(void)st;
-	(void)flag;
-	(void)ftw;
-	return remove(path) < 0 ? -1 : 0;
-}
-
 int main(void)
 {
-	int r;
-
-	if (!mkdtemp(base)) {
-		printf("Bail out! mkdtemp %s: %s\n", base, strerror(errno));
-		return 1;
-	}
-	r = tap_main();
-	if (nftw(base, remove_one, 16, FTW_DEPTH | FTW_PHYS) < 0)
-		fprintf(stderr, "test-landlock: could not remove %s: %s\n", base, strerror(errno));
-	return r;
+	return tap_main_in_scratch(base);
 }

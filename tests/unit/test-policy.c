@@ -8,7 +8,6 @@
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
@@ -134,19 +133,40 @@ static void rejects(const char *json, const char *needle1, const char *needle2)
 	ward_policy_free(p);
 }
 
-/* A workspace-write policy for cwd with /tmp and $TMPDIR left out, resolved. */
-static struct ward_policy *resolved(const char *cwd)
+/* A workspace-write policy for cwd (and writable, when not NULL), /tmp and $TMPDIR left out. */
+static struct ward_policy *unresolved(const char *cwd, const char *writable)
 {
 	struct ward_policy *p;
-	struct ward_error err = {0};
 
 	ASSERT_OK(ward_policy_new(&p));
 	ASSERT_OK(ward_policy_set_cwd(p, cwd));
+	if (writable)
+		ASSERT_OK(ward_policy_add_writable(p, writable));
 	ASSERT_OK(ward_policy_set_exclude_slash_tmp(p, true));
 	ASSERT_OK(ward_policy_set_exclude_tmpdir_env_var(p, true));
+	return p;
+}
+
+static void resolve_or_fail(struct ward_policy *p)
+{
+	struct ward_error err = {0};
+
 	if (ward_policy_resolve(p, &err) < 0)
 		tap_fail(__FILE__, __LINE__, "resolve: %s", err.message);
+}
+
+/* The same, resolved. */
+static struct ward_policy *resolved_with(const char *cwd, const char *writable)
+{
+	struct ward_policy *p = unresolved(cwd, writable);
+
+	resolve_or_fail(p);
 	return p;
+}
+
+static struct ward_policy *resolved(const char *cwd)
+{
+	return resolved_with(cwd, NULL);
 }
 
 static const struct ward__protected *find(const struct ward_policy *p, const char *dir,
@@ -511,7 +531,6 @@ TEST(a_linked_worktree_protects_the_real_git_directory)
 {
 	char dir[256], repo[512], wt[512], gitdir[PATH_MAX];
 	struct ward_policy *p;
-	struct ward_error err = {0};
 
 	need_git();
 	test_dir(dir, sizeof(dir));
@@ -528,12 +547,7 @@ TEST(a_linked_worktree_protects_the_real_git_directory)
 	ward_policy_free(p);
 
 	/* Worktree and repository writable: the repository's hooks and config are protected. */
-	ASSERT_OK(ward_policy_new(&p));
-	ASSERT_OK(ward_policy_set_cwd(p, wt));
-	ASSERT_OK(ward_policy_add_writable(p, repo));
-	ASSERT_OK(ward_policy_set_exclude_slash_tmp(p, true));
-	ASSERT_OK(ward_policy_set_exclude_tmpdir_env_var(p, true));
-	ASSERT_OK(ward_policy_resolve(p, &err));
+	p = resolved_with(wt, repo);
 	ASSERT_PROTECTED(p, wt, ".git", WARD_PROTECT_READONLY);
 	ASSERT_PROTECTED(p, repo, ".git/hooks", WARD_PROTECT_READONLY);
 	ASSERT_PROTECTED(p, repo, ".git/config", WARD_PROTECT_READONLY);
@@ -558,16 +572,7 @@ TEST(a_submodule_gitdir_file_protects_its_module_directory)
 	snprintf(sub, sizeof(sub), "%s/sub", dir);
 	snprintf(mod, sizeof(mod), "%s/.git/modules/sub", dir);
 
-	ASSERT_OK(ward_policy_new(&p));
-	{
-		struct ward_error err = {0};
-
-		ASSERT_OK(ward_policy_set_cwd(p, sub));
-		ASSERT_OK(ward_policy_add_writable(p, dir));
-		ASSERT_OK(ward_policy_set_exclude_slash_tmp(p, true));
-		ASSERT_OK(ward_policy_set_exclude_tmpdir_env_var(p, true));
-		ASSERT_OK(ward_policy_resolve(p, &err));
-	}
+	p = resolved_with(sub, dir);
 	ASSERT_PROTECTED(p, sub, ".git", WARD_PROTECT_READONLY);
 	ASSERT_PROTECTED(p, mod, "hooks", WARD_PROTECT_READONLY);
 	ASSERT_PROTECTED(p, mod, "config", WARD_PROTECT_READONLY);
@@ -616,10 +621,7 @@ TEST(protect_follows_symlinks_and_guards_the_link)
 	snprintf(link, sizeof(link), "%s/alias", dir);
 	ASSERT_EQ(symlink(target, link), 0);
 
-	ASSERT_OK(ward_policy_new(&p));
-	ASSERT_OK(ward_policy_set_cwd(p, dir));
-	ASSERT_OK(ward_policy_set_exclude_slash_tmp(p, true));
-	ASSERT_OK(ward_policy_set_exclude_tmpdir_env_var(p, true));
+	p = unresolved(dir, NULL);
 	ASSERT_OK(ward_policy_add_protect(p, link));
 	/* Outside every writable root: nothing to protect, nothing mounted. */
 	ASSERT_OK(ward_policy_add_protect(p, "/etc/passwd"));
@@ -735,11 +737,7 @@ TEST(parents_of_protected_paths_are_pinned)
 	mkdir_p(dir, "m/n");
 	mkdir_p(dir, "outer/inner");
 	snprintf(inner, sizeof(inner), "%s/outer/inner", dir);
-	ASSERT_OK(ward_policy_new(&p));
-	ASSERT_OK(ward_policy_set_cwd(p, inner));
-	ASSERT_OK(ward_policy_add_writable(p, dir));
-	ASSERT_OK(ward_policy_set_exclude_slash_tmp(p, true));
-	ASSERT_OK(ward_policy_set_exclude_tmpdir_env_var(p, true));
+	p = unresolved(inner, dir);
 	snprintf(path, sizeof(path), "%s/a/b/file", dir);
 	ASSERT_OK(ward_policy_add_protect(p, path));
 	snprintf(path, sizeof(path), "%s/m/n/missing/deeper", dir);
@@ -839,24 +837,7 @@ TEST(danger_full_access_refuses_what_it_cannot_enforce)
 
 /* ------------------------------------------------------------------ main */
 
-static int remove_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-	(void)st;
-	(void)flag;
-	(void)ftw;
-	return remove(path) < 0 ? -1 : 0;
-}
-
 int main(void)
 {
-	int r;
-
-	if (!mkdtemp(base)) {
-		printf("Bail out! mkdtemp %s: %s\n", base, strerror(errno));
-		return 1;
-	}
-	r = tap_main();
-	if (nftw(base, remove_one, 16, FTW_DEPTH | FTW_PHYS) < 0)
-		fprintf(stderr, "test-policy: could not remove %s: %s\n", base, strerror(errno));
-	return r;
+	return tap_main_in_scratch(base);
 }
