@@ -62,6 +62,8 @@ int cli_run_json(struct cli_run_args *a)
 	}
 	if (a->json_base64)
 		ward_run_options_set_json_base64(a->opts, true);
+	/* ward exits right after printing: init need not be reaped (see exec.h). */
+	ward__run_options_set_caller_exits(a->opts, true);
 	if (a->have_timeout)
 		ward_run_options_set_timeout_ms(a->opts, a->timeout_ms);
 	if (a->stdin_inherit)

@@ -264,6 +264,11 @@ WARD_PUBLIC int ward_run_options_set_output_callback(struct ward_run_options *op
 	return 0;
 }
 
+void ward__run_options_set_caller_exits(struct ward_run_options *opts, bool exits)
+{
+	opts->caller_exits = exits;
+}
+
 WARD_PUBLIC int ward_run_options_set_json_base64(struct ward_run_options *opts, bool enabled)
 {
 	if (!opts)
@@ -443,7 +448,9 @@ struct run {
 
 static void run_release(struct run *run)
 {
-	if (run->spawned)
+	if (run->spawned && run->o->caller_exits && run->sb.have_status)
+		ward__sandbox_release_exiting(&run->sb);
+	else if (run->spawned)
 		ward__sandbox_release(&run->sb);
 	run->spawned = false;
 	for (size_t i = 0; i < WARD__OUT_N; i++)
@@ -621,6 +628,13 @@ static int handle_event(struct run *run, const struct epoll_event *ev)
 			run->reports_eof = true;
 			unwatch(run, run->sb.report_fd);
 		}
+		/*
+		 * init reports the status after every other process of the sandbox is
+		 * dead; it then lingers (holding the guard's inotify instance, see
+		 * init.c) until it is killed: the status is the end of the run.
+		 */
+		if (run->sb.have_status && !run->init_exited)
+			on_init_exited(run);
 		return 0;
 	case SRC_GUARD:
 		if (ward__sandbox_handle_guard(&run->sb) < 0)

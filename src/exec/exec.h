@@ -72,7 +72,16 @@ struct ward_run_options {
 	void *output_userdata;
 
 	bool json_base64;
+	/*
+	 * The caller exits right after the run (the CLI): the sandbox's init is
+	 * left to die with it (parent-death signal) instead of being reaped, which
+	 * would wait for the kernel to tear its namespaces and inotify watches down.
+	 */
+	bool caller_exits;
 };
+
+/* Internal: see caller_exits. */
+WARD_INTERNAL void ward__run_options_set_caller_exits(struct ward_run_options *opts, bool exits);
 
 /* ------------------------------------------------------------ cancellation */
 

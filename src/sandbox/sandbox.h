@@ -297,7 +297,11 @@ WARD_INTERNAL int ward__recv_fd(int sock);
 /* mounts.c: builds the mount view in the child (new mount namespace). */
 WARD_INTERNAL int ward__mounts_setup(const struct ward_policy *p, struct ward_error *err);
 
-/* init.c: the PID 1 loop. Never returns. */
+/*
+ * init.c: the PID 1 loop. Never returns. hold_fd (or -1): a descriptor init
+ * keeps after the command's status is reported, until it is killed (ward's
+ * exit, by the parent-death signal, or ward__sandbox_release()).
+ */
 _noreturn_ WARD_INTERNAL void ward__init_main(const struct ward__spawn_opts *o, int report_fd,
-					      const struct ward__seccomp_prog *prog,
+					      int hold_fd, const struct ward__seccomp_prog *prog,
 					      int landlock_fd, bool isolated);

@@ -180,13 +180,16 @@ static int cmp_int(const void *a, const void *b)
  * (the write end of the command's stdin pipe among them, and the command would
  * never see EOF). Close everything above 2 but what the sandbox needs.
  */
-static void close_inherited_fds(const struct ward__spawn_opts *o, int report_fd, int pty_sock)
+static void close_inherited_fds(const struct ward__spawn_opts *o, int report_fd, int pty_sock,
+				int hold_fd)
 {
 	int keep[WARD_MAX_KEEP_FDS + 8];
 	size_t n = 0;
 	unsigned lo = 3;
 
 	keep[n++] = report_fd;
+	if (hold_fd >= 0)
+		keep[n++] = hold_fd;
 	if (pty_sock >= 0)
 		keep[n++] = pty_sock;
 	if (o->tty_fd >= 0)
@@ -208,7 +211,7 @@ static void close_inherited_fds(const struct ward__spawn_opts *o, int report_fd,
 }
 
 _noreturn_ static void child_main(const struct ward__spawn_opts *opts, int report_fd, int life_fd,
-				  int pty_sock, const struct ward__seccomp_prog *prog,
+				  int pty_sock, int hold_fd, const struct ward__seccomp_prog *prog,
 				  bool isolated, uid_t uid, gid_t gid, int landlock_abi)
 {
 	struct ward__spawn_opts local = *opts, *o = &local;
@@ -227,7 +230,7 @@ _noreturn_ static void child_main(const struct ward__spawn_opts *opts, int repor
 	if (poll(&pfd, 1, 0) > 0 && (pfd.revents & (POLLHUP | POLLIN)))
 		_exit(125);
 	close(life_fd);
-	close_inherited_fds(o, report_fd, pty_sock);
+	close_inherited_fds(o, report_fd, pty_sock, hold_fd);
 
 	if (isolated) {
 		r = write_id_maps(uid, gid, &e);
@@ -264,7 +267,7 @@ _noreturn_ static void child_main(const struct ward__spawn_opts *opts, int repor
 		if (r < 0)
 			child_fail(report_fd, &e);
 	}
-	ward__init_main(o, report_fd, prog, landlock_fd, isolated);
+	ward__init_main(o, report_fd, hold_fd, prog, landlock_fd, isolated);
 }
 
 /* ------------------------------------------------------------------ parent side */
@@ -434,11 +437,10 @@ static int spawn_attempt(const struct ward__spawn_opts *o, struct ward__sandbox 
 	if (pid == 0) {
 		close(report[0]);
 		close(life[1]);
-		if (sb->guard_fd >= 0)
-			close(sb->guard_fd);
 		if (ptys[0] >= 0)
 			close(ptys[0]);
-		child_main(o, report[1], life[0], ptys[1], &prog, isolated, uid, gid,
+		/* init holds on to the guard's inotify instance: see ward__init_main(). */
+		child_main(o, report[1], life[0], ptys[1], sb->guard_fd, &prog, isolated, uid, gid,
 			   danger ? 0 : landlock_abi);
 	}
 
