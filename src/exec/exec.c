@@ -939,8 +939,13 @@ WARD_PUBLIC int ward_run(const struct ward_policy *policy, const struct ward_run
 	r = event_loop(&run, err);
 	if (r < 0)
 		goto out_kill;
-	/* Leftovers of the fallback mode (no pid namespace) die here; with namespaces this is a no-op. */
-	ward__sandbox_kill(&run.sb);
+	/*
+	 * Leftovers die here (init reports the status only after killing them, so
+	 * this matters when it did not). A caller about to exit leaves the
+	 * lingering init to the parent-death signal (see caller_exits).
+	 */
+	if (!run.sb.have_status || !run.o->caller_exits)
+		ward__sandbox_kill(&run.sb);
 	r = ward__sandbox_wait(&run.sb, &code);
 	if (r < 0) {
 		ward__error(err, r, "exec", "cannot wait for the sandbox: %m");
