@@ -168,25 +168,34 @@ static int protect(struct ward_policy *p, const char *path, const char *reason)
 	}
 }
 
-/* Reads core.hooksPath from a git config file (a minimal parser: [core] hookspath = value). */
-static char *git_hooks_path(const char *config)
+/*
+ * A minimal git config reader: calls fn for every "key = value" in sections
+ * named section ("[core]", '[submodule "name"]'; case-insensitive, as git),
+ * with surrounding blanks and one pair of double quotes removed. Only a
+ * regular file is read (see ward__read_regular_file).
+ */
+static int git_config_each(const char *file, const char *section, const char *key,
+			   int (*fn)(const char *value, void *ctx), void *ctx)
 {
 	_cleanup_free_ char *buf = NULL;
-	bool in_core = false;
-	char *line, *save = NULL, *result = NULL;
+	size_t sl = strlen(section), kl = strlen(key);
+	bool in = false;
+	char *line, *save = NULL;
 
-	if (ward__read_regular_file(config, GIT_CONFIG_MAX, &buf, NULL) < 0)
-		return NULL;
+	if (ward__read_regular_file(file, GIT_CONFIG_MAX, &buf, NULL) < 0)
+		return 0;
 	for (line = strtok_r(buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
 		char *s = line, *eq, *v, *end;
+		int r;
 
 		while (isspace((unsigned char)*s))
 			s++;
 		if (*s == '[') {
-			in_core = strncasecmp(s, "[core]", 6) == 0;
+			in = strncasecmp(s + 1, section, sl) == 0 &&
+				(s[1 + sl] == ']' || isspace((unsigned char)s[1 + sl]));
 			continue;
 		}
-		if (!in_core || *s == '#' || *s == ';')
+		if (!in || *s == '#' || *s == ';')
 			continue;
 		eq = strchr(s, '=');
 		if (!eq)
@@ -194,7 +203,7 @@ static char *git_hooks_path(const char *config)
 		end = eq;
 		while (end > s && isspace((unsigned char)end[-1]))
 			end--;
-		if ((size_t)(end - s) != 9 || strncasecmp(s, "hookspath", 9) != 0)
+		if ((size_t)(end - s) != kl || strncasecmp(s, key, kl) != 0)
 			continue;
 		v = eq + 1;
 		while (isspace((unsigned char)*v))
@@ -206,8 +215,30 @@ static char *git_hooks_path(const char *config)
 			end[-1] = '\0';
 			v++;
 		}
+		r = fn(v, ctx);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+static int keep_last(const char *value, void *ctx)
+{
+	char **last = ctx;
+
+	free(*last);
+	*last = *value ? strdup(value) : NULL;
+	return *value && !*last ? -ENOMEM : 0;
+}
+
+/* core.hooksPath from a git config file (the last one wins), or NULL. */
+static char *git_hooks_path(const char *config)
+{
+	char *result = NULL;
+
+	if (git_config_each(config, "core", "hookspath", keep_last, &result) < 0) {
 		free(result);
-		result = *v ? strdup(v) : NULL;
+		return NULL;
 	}
 	return result;
 }
@@ -335,7 +366,49 @@ static int protect_git_modules(struct ward_policy *p, const char *root, const ch
 	return 0;
 }
 
-/* A git directory of a worktree root: its contents and its submodules' git directories. */
+/*
+ * The per-worktree directories of a git directory (<gitdir>/worktrees/<name>):
+ * git follows their commondir and reads their config.worktree when it works in
+ * that linked worktree, wherever that is.
+ */
+static int protect_git_worktrees(struct ward_policy *p, const char *gitdir)
+{
+	static const char *const files[] = {"commondir", "config.worktree", "gitdir"};
+	_cleanup_free_ char *dir = ward__path_join(gitdir, "worktrees");
+	_cleanup_(closedirp) DIR *d = NULL;
+	struct dirent *de;
+	unsigned count = 0;
+
+	if (!dir)
+		return -ENOMEM;
+	d = opendir(dir);
+	if (!d)
+		return 0;
+	while ((de = readdir(d))) {
+		_cleanup_free_ char *wt = NULL;
+		struct stat st;
+
+		if (de->d_name[0] == '.' && (!de->d_name[1] || !strcmp(de->d_name, "..")))
+			continue;
+		wt = ward__path_join(dir, de->d_name);
+		if (!wt)
+			return -ENOMEM;
+		if (lstat(wt, &st) < 0 || !S_ISDIR(st.st_mode))
+			continue;
+		if (++count > GIT_MODULES_MAX)
+			break;
+		for (size_t i = 0; i < ELEMENTSOF(files); i++) {
+			_cleanup_free_ char *f = ward__path_join(wt, files[i]);
+			int r = f ? protect(p, f, "git worktree link") : -ENOMEM;
+
+			if (r < 0)
+				return r;
+		}
+	}
+	return 0;
+}
+
+/* A git directory of a worktree root: its contents, its linked worktrees', its submodules'. */
 static int protect_git_dir(struct ward_policy *p, const char *root, const char *gitdir)
 {
 	_cleanup_free_ char *modules = ward__path_join(gitdir, "modules");
@@ -346,11 +419,65 @@ static int protect_git_dir(struct ward_policy *p, const char *root, const char *
 		return -ENOMEM;
 	r = protect_git_dir_contents(p, root, gitdir);
 	if (r >= 0)
+		r = protect_git_worktrees(p, gitdir);
+	if (r >= 0)
 		r = protect_git_modules(p, root, modules, 0, &count);
 	return r;
 }
 
+static int protect_git_at(struct ward_policy *p, const char *root, unsigned depth);
+
+struct submodule_ctx {
+	struct ward_policy *p;
+	const char *root;
+	unsigned depth;
+};
+
+/*
+ * One "path = X" of .gitmodules: the submodule's worktree inside root. When it
+ * has a .git (a gitdir: file, or a directory), that is protected like the top
+ * one: rewriting the file would point git, recursing into the submodule from
+ * the host, at a planted git directory.
+ */
+static int protect_submodule(const char *value, void *ctx)
+{
+	struct submodule_ctx *c = ctx;
+	_cleanup_free_ char *sub = NULL;
+	char canon[PATH_MAX];
+
+	if (!*value || value[0] == '/')
+		return 0;
+	sub = ward__path_join(c->root, value);
+	if (!sub)
+		return -ENOMEM;
+	if (!realpath(sub, canon) || !ward__path_under(canon, c->root) ||
+	    strcmp(canon, c->root) == 0)
+		return 0;
+	return protect_git_at(c->p, canon, c->depth + 1);
+}
+
 static int protect_git(struct ward_policy *p, const char *root)
+{
+	return protect_git_at(p, root, 0);
+}
+
+static int protect_dotgit(struct ward_policy *p, const char *root);
+
+static int protect_git_at(struct ward_policy *p, const char *root, unsigned depth)
+{
+	_cleanup_free_ char *gitmodules = ward__path_join(root, ".gitmodules");
+	struct submodule_ctx c = {p, root, depth};
+	int r;
+
+	if (!gitmodules)
+		return -ENOMEM;
+	r = protect_dotgit(p, root);
+	if (r < 0 || depth >= GIT_MODULES_MAX_DEPTH)
+		return r;
+	return git_config_each(gitmodules, "submodule", "path", protect_submodule, &c);
+}
+
+static int protect_dotgit(struct ward_policy *p, const char *root)
 {
 	_cleanup_free_ char *dotgit = ward__path_join(root, ".git");
 	struct stat st;
@@ -575,12 +702,14 @@ static int resolve(struct ward_policy *p, struct ward_error *err)
 			const char *root = p->roots.v[i];
 
 			/*
-			 * /tmp and $TMPDIR are shared with every other user: a .codex another
-			 * user makes there is none of ours to guard (and to remove). Git and
-			 * agent configuration are protected in the roots the user named.
+			 * /tmp (or a $TMPDIR like it: world-writable and sticky) is shared
+			 * with every other user: a .codex another user makes there is none
+			 * of ours to guard, let alone remove. Every other root, and every
+			 * root the user named, keeps the git and agent protections.
 			 */
 			if (ward__strv_contains(&implicit, root) &&
-			    !ward__strv_contains(&named, root))
+			    !ward__strv_contains(&named, root) && stat(root, &st) == 0 &&
+			    (st.st_mode & (S_ISVTX | S_IWOTH)) == (S_ISVTX | S_IWOTH))
 				continue;
 			r = protect_git(p, root);
 			for (size_t j = 0; r >= 0 && j < ELEMENTSOF(agent_dirs); j++) {

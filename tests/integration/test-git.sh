@@ -328,6 +328,34 @@ t_planted_fifo() {
 	expect_rc 0
 }
 
+# A linked worktree's links in the repository, and a submodule's .git file, cannot be
+# pointed at a planted git directory (git would run its config from the host).
+t_worktree_and_submodule_links() {
+	need_git
+	make_repo "$WS/repo"
+	git -C "$WS/repo" worktree add -q "$T/wt" -b wt 2>/dev/null || fail "git worktree add"
+	wp -C "$WS/repo" -- write "$WS/repo/.git/worktrees/wt/commondir" "$WS/evil"
+	expect_denied write
+	wp -C "$WS/repo" -- write "$WS/repo/.git/worktrees/wt/config.worktree" '[core]'
+	expect_guard_tripped "$WS/repo/.git/worktrees/wt/config.worktree"
+	assert_match "$(cat "$WS/repo/.git/worktrees/wt/commondir")" '^\.\./\.\.$' "commondir"
+	# A submodule (git's own layout, made by git).
+	make_repo "$T/subsrc"
+	git -C "$WS/repo" -c protocol.file.allow=always submodule add -q "$T/subsrc" sub >/dev/null 2>&1 ||
+		fail "git submodule add"
+	local link
+	link=$(cat "$WS/repo/sub/.git")
+	wp -C "$WS/repo" -- write "$WS/repo/sub/.git" "gitdir: $WS/evil"
+	expect_denied write
+	wp -C "$WS/repo" -- rename "$WS/repo/sub" "$WS/repo/sub2"
+	expect_denied rename
+	assert_eq "$(cat "$WS/repo/sub/.git")" "$link" "the submodule's .git file"
+	# git keeps working in both.
+	w -C "$WS/repo" -- sh -ec 'git status --short >/dev/null; echo x > f2; git add f2; git commit -q -m f2; echo ok'
+	expect_rc 0
+	assert_stdout_has ok
+}
+
 tcase ".git/hooks and .git/config cannot be written, removed or renamed" t_hook_write
 tcase "nothing can be renamed, linked or exchanged onto hooks or config" t_rename_onto_hooks
 tcase ".git cannot be moved away and recreated" t_move_git_away
@@ -339,6 +367,7 @@ tcase "existing .codex, .agents, .ward are read-only" t_existing_agent_dirs
 tcase "protected paths in extra writable roots" t_protected_in_extra_root
 tcase "commondir cannot redirect git; submodule git directories are protected" t_commondir_redirect
 tcase "parents of protected paths and nested roots cannot be moved away" t_parent_rename
+tcase "worktree links and a submodule's .git file cannot be redirected" t_worktree_and_submodule_links
 tcase "removing a created protected path is safe and complete" t_guard_cleanup_is_safe
 tcase "a FIFO planted as git metadata does not hang ward" t_planted_fifo
 tcase "git workflow in a writable repository" t_git_workflow

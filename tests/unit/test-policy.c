@@ -556,6 +556,14 @@ TEST(a_linked_worktree_protects_the_real_git_directory)
 	ASSERT_PROTECTED(p, gitdir, "wt", WARD_PROTECT_PIN);
 	ASSERT_PROTECTED(p, gitdir, "wt/commondir", WARD_PROTECT_READONLY);
 	ward_policy_free(p);
+
+	/* Working in the repository: its linked worktrees' links are protected too. */
+	p = resolved(repo);
+	ASSERT_PROTECTED(p, gitdir, "wt/commondir", WARD_PROTECT_READONLY);
+	ASSERT_PROTECTED(p, gitdir, "wt/gitdir", WARD_PROTECT_READONLY);
+	ASSERT_PROTECTED(p, gitdir, "wt/config.worktree", WARD_PROTECT_MISSING);
+	ASSERT_PROTECTED(p, gitdir, "wt", WARD_PROTECT_PIN);
+	ward_policy_free(p);
 }
 
 TEST(a_submodule_gitdir_file_protects_its_module_directory)
@@ -576,6 +584,17 @@ TEST(a_submodule_gitdir_file_protects_its_module_directory)
 	ASSERT_PROTECTED(p, sub, ".git", WARD_PROTECT_READONLY);
 	ASSERT_PROTECTED(p, mod, "hooks", WARD_PROTECT_READONLY);
 	ASSERT_PROTECTED(p, mod, "config", WARD_PROTECT_READONLY);
+	ward_policy_free(p);
+
+	/* Working in the superproject: the submodules .gitmodules names keep their .git. */
+	write_file(dir, ".gitmodules",
+		   "[submodule \"sub\"]\n\tpath = sub\n\turl = ../elsewhere\n"
+		   "[submodule \"escape\"]\n\tpath = ../../etc\n");
+	p = resolved(dir);
+	ASSERT_PROTECTED(p, sub, ".git", WARD_PROTECT_READONLY);
+	ASSERT_PROTECTED(p, dir, "sub", WARD_PROTECT_PIN);
+	ASSERT_PROTECTED(p, mod, "config", WARD_PROTECT_READONLY);
+	ASSERT_TRUE(ward__policy_protected_for(p, "/etc/.git") == NULL);
 	ward_policy_free(p);
 }
 
@@ -789,14 +808,17 @@ TEST(commondir_and_submodules_are_protected)
 
 TEST(shared_tmp_roots_get_no_implicit_protections)
 {
-	char dir[256], tmp[512];
+	char dir[256], tmp[512], path[512];
 	struct ward_policy *p;
 	struct ward_error err = {0};
 
 	test_dir(dir, sizeof(dir));
 	mkdir_p(dir, "ws");
 	mkdir_p(dir, "shared");
+	mkdir_p(dir, "private");
 	snprintf(tmp, sizeof(tmp), "%s/shared", dir);
+	/* Shared like /tmp: world-writable and sticky. */
+	ASSERT_EQ(chmod(tmp, 01777), 0);
 	setenv("TMPDIR", tmp, 1);
 	snprintf(tmp, sizeof(tmp), "%s/ws", dir);
 	ASSERT_OK(ward_policy_new(&p));
@@ -809,6 +831,17 @@ TEST(shared_tmp_roots_get_no_implicit_protections)
 	ASSERT_TRUE(find(p, tmp, ".codex", WARD_PROTECT_MISSING) == NULL);
 	/* Named explicitly, the same directory is protected. */
 	ASSERT_OK(ward_policy_add_writable(p, tmp));
+	ASSERT_OK(ward_policy_resolve(p, &err));
+	ASSERT_PROTECTED(p, tmp, ".codex", WARD_PROTECT_MISSING);
+	ward_policy_free(p);
+
+	/* A $TMPDIR that is not shared (the user's own) keeps the protections. */
+	snprintf(tmp, sizeof(tmp), "%s/private", dir);
+	setenv("TMPDIR", tmp, 1);
+	snprintf(path, sizeof(path), "%s/ws", dir);
+	ASSERT_OK(ward_policy_new(&p));
+	ASSERT_OK(ward_policy_set_cwd(p, path));
+	ASSERT_OK(ward_policy_set_exclude_slash_tmp(p, true));
 	ASSERT_OK(ward_policy_resolve(p, &err));
 	ASSERT_PROTECTED(p, tmp, ".codex", WARD_PROTECT_MISSING);
 	ward_policy_free(p);
