@@ -314,7 +314,12 @@ static int run_plain(struct cli_run_args *a)
 			sb.guard_left);
 	if (timed_out)
 		code = WARD_EXIT_TIMEOUT;
-	/* ward exits next: init, already done with the command, is reaped by our parent. */
+	/*
+	 * ward exits next. init, alone in the sandbox by now, is not waited for:
+	 * its end (the kernel's teardown of its inotify watches and namespaces)
+	 * takes tens of milliseconds here. It dies with ward (parent-death signal)
+	 * and is reaped by the host's init or the nearest subreaper.
+	 */
 	if (sb.have_status)
 		ward__sandbox_release_exiting(&sb);
 	else

@@ -351,6 +351,7 @@ void ward__init_main(const struct ward__spawn_opts *o, int report_fd, int hold_f
 	pid_t cmd;
 
 	forwarded_set(&set);
+	sigaddset(&set, WARD_SIG_PARENT_DIED);
 	if (sigprocmask(SIG_BLOCK, &set, NULL) < 0 ||
 	    (sfd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK)) < 0) {
 		ward__error(&e, -errno, "init", "cannot set up signal handling: %m");
@@ -418,10 +419,14 @@ void ward__init_main(const struct ward__spawn_opts *o, int report_fd, int hold_f
 		listener = ward__recv_fd(sv[0]);
 		close(sv[0]);
 		/* No fd means the command failed before exec; its error report is on the way. */
-		if (listener >= 0 &&
-		    ward__supervisor_init(&sup, listener, report_fd, o->policy,
-					  isolated && !o->policy->network) >= 0)
-			have_sup = true;
+		if (listener >= 0) {
+			if (ward__supervisor_init(&sup, listener, report_fd, o->policy,
+						  isolated && !o->policy->network) >= 0)
+				have_sup = true;
+			else
+				/* Fail closed: unanswered, the filter's notifications would fail open. */
+				kill_everything(isolated);
+		}
 	}
 
 	for (;;) {
@@ -438,6 +443,12 @@ void ward__init_main(const struct ward__spawn_opts *o, int report_fd, int hold_f
 		}
 		if (pfds[1].revents & POLLIN) {
 			if (ward__supervisor_handle(&sup) < 0) {
+				/*
+				 * The listener is broken while the command may live: a process
+				 * outliving it could install a listener of its own and answer
+				 * its own refused syscalls. Nothing may outlive it.
+				 */
+				kill_everything(isolated);
 				ward__supervisor_release(&sup);
 				have_sup = false;
 			}
@@ -449,6 +460,14 @@ void ward__init_main(const struct ward__spawn_opts *o, int report_fd, int hold_f
 		if (!(pfds[0].revents & POLLIN))
 			continue;
 		while (read(sfd, &si, sizeof(si)) == sizeof(si)) {
+			if ((int)si.ssi_signo == WARD_SIG_PARENT_DIED) {
+				/*
+				 * ward is gone (the fallback's parent-death signal: without a pid
+				 * namespace nothing else would end the processes inside).
+				 */
+				kill_everything(isolated);
+				_exit(128 + SIGKILL);
+			}
 			if (si.ssi_signo != SIGCHLD) {
 				/* To the command's process group, as a terminal would; to the pid if it left it. */
 				if (kill(-cmd, (int)si.ssi_signo) < 0)
@@ -491,9 +510,15 @@ void ward__init_main(const struct ward__spawn_opts *o, int report_fd, int hold_f
 		 * own close cheap and moves the wait here, where nobody waits for it.
 		 * Everything else is closed first: no pipe or pty stays open.
 		 */
+		sigset_t pd;
+
 		if (hold_fd > 0)
 			syscall(SYS_close_range, 0U, (unsigned)hold_fd - 1, 0);
 		syscall(SYS_close_range, (unsigned)hold_fd + 1, ~0U, 0);
+		/* The fallback's parent-death signal now simply ends init (default action). */
+		sigemptyset(&pd);
+		sigaddset(&pd, WARD_SIG_PARENT_DIED);
+		sigprocmask(SIG_UNBLOCK, &pd, NULL);
 		for (;;)
 			pause();
 	}

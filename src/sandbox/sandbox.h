@@ -75,7 +75,24 @@ struct ward__seccomp_opts {
 	bool observe_fs;
 	/* Also observe opens for reading (when deny-read paths exist). */
 	bool observe_reads;
+	/*
+	 * Send the filter's refusals to the supervisor, which answers them with
+	 * the same errno and reports them. Only where init is PID 1 of a pid
+	 * namespace: no filtered process can outlive the supervisor's listener
+	 * there (once it is closed, a process could install a listener of its
+	 * own and answer its own notifications).
+	 */
+	bool notify_refusals;
 };
+
+#define WARD_SECCOMP_COMBINATIONS 64
+
+/*
+ * init's parent-death signal without a pid namespace (where SIGKILL would end
+ * init alone and leave the command running): init kills every process of the
+ * sandbox when it arrives. Never forwarded to the command.
+ */
+#define WARD_SIG_PARENT_DIED (SIGRTMIN + 2)
 
 /* A compiled filter: BPF instructions, built before fork so the child only loads it. */
 struct ward__seccomp_prog {

@@ -442,7 +442,7 @@ static int export_bpf(scmp_filter_ctx ctx, struct ward__seccomp_prog *ret, struc
 int ward__seccomp_compile(const struct ward__seccomp_opts *o, struct ward__seccomp_prog *ret,
 			  struct ward_error *err)
 {
-	struct build b = {.err = err, .notify_refusals = o->observe_fs};
+	struct build b = {.err = err, .notify_refusals = o->notify_refusals && o->observe_fs};
 	struct ward__seccomp_prog prog = {0};
 	int r;
 
@@ -479,7 +479,7 @@ unsigned ward__seccomp_opts_index(const struct ward__seccomp_opts *o)
 {
 	return (o->network_off ? 1u : 0u) | (o->netns ? 2u : 0u) |
 		(o->supervise_connect ? 4u : 0u) | (o->observe_fs ? 8u : 0u) |
-		(o->observe_reads ? 16u : 0u);
+		(o->observe_reads ? 16u : 0u) | (o->notify_refusals ? 32u : 0u);
 }
 
 #if !defined(WARD_SECCOMP_NO_PRECOMPILED) && __has_include("seccomp-precompiled.h")

@@ -221,8 +221,11 @@ _noreturn_ static void child_main(const struct ward__spawn_opts *opts, int repor
 	int landlock_fd = -1;
 	int r;
 
-	/* If ward dies, so does everything inside: init's death kills the pid namespace. */
-	if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0) {
+	/*
+	 * If ward dies, so does everything inside: init's death kills the pid
+	 * namespace; without one, init kills the tree itself (WARD_SIG_PARENT_DIED).
+	 */
+	if (prctl(PR_SET_PDEATHSIG, isolated ? SIGKILL : WARD_SIG_PARENT_DIED) < 0) {
 		ward__error(&e, -errno, "spawn", "cannot set the parent-death signal: %m");
 		child_fail(report_fd, &e);
 	}
@@ -393,6 +396,7 @@ static int spawn_attempt(const struct ward__spawn_opts *o, struct ward__sandbox 
 		so.supervise_connect = !p->network && user_notif;
 		so.observe_fs = o->observe_fs && user_notif;
 		so.observe_reads = so.observe_fs && p->n_deny > 0;
+		so.notify_refusals = so.observe_fs && isolated;
 		r = ward__seccomp_build(&so, &prog, err);
 		if (r < 0)
 			return r;

@@ -193,6 +193,26 @@ t_tiocsti() {
 	grep -q 'after=\[\]' "$T/.run/stdout" || fail "text reached the terminal: $(out)"
 }
 
+# Without a pid namespace, ward's death must still end everything inside (init's
+# parent-death signal makes it kill the tree), or a survivor could go on after the
+# seccomp supervisor's listener is gone.
+t_fallback_ward_killed() {
+	need_wrapper
+	local m1 m2 wpid
+	m1=$(marker fb-killed-a)
+	m2=$(marker fb-killed-b)
+	"$HARDENED" "$WARD" run --json -- sh -c "setsid '$PROBE' sleep 1000 $m1 & '$PROBE' sleep 1000 $m2" \
+		</dev/null >/dev/null 2>&1 &
+	wpid=$!
+	BG_PIDS+=("$wpid")
+	wait_for pgrep -f -- "$m1" >/dev/null || fail "the sandboxed sleeper did not start"
+	wait_for pgrep -f -- "$m2" >/dev/null || fail "the sandboxed sleeper did not start"
+	kill -9 "$wpid"
+	wait "$wpid" 2>/dev/null
+	expect_gone "$m1"
+	expect_gone "$m2"
+}
+
 tcase "falls back with one warning line and runs" t_warning_and_runs
 tcase "writes outside the roots are still refused (Landlock)" t_writes_outside_refused
 tcase "--require-isolation exits 125 and runs nothing" t_require_isolation
@@ -202,4 +222,5 @@ tcase "TCP, abstract and host unix sockets are refused" t_sockets
 tcase "protected paths are enforced or their absence is named" t_protected_or_named
 tcase "nothing is left running" t_nothing_left
 tcase "no terminal injection" t_tiocsti
+tcase "nothing is left running after ward is SIGKILLed, without a pid namespace" t_fallback_ward_killed
 finish
