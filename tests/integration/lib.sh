@@ -298,6 +298,24 @@ snapshot() {
 # marker NAME: a unique string to find processes by (pgrep -f).
 marker() { echo "ward-it-$$-$RANDOM$RANDOM-$1"; }
 
+# ward_killed_leaves_nothing WARD-COMMAND... --: runs a sandboxed sleeper and a setsid
+# one through the given ward command line, SIGKILLs ward (the first process it
+# started: a wrapper must exec ward), and expects both sleepers gone.
+ward_killed_leaves_nothing() {
+	local m1 m2 wpid
+	m1=$(marker killed-a)
+	m2=$(marker killed-b)
+	"$@" sh -c "setsid '$PROBE' sleep 1000 $m1 & '$PROBE' sleep 1000 $m2" </dev/null >/dev/null 2>&1 &
+	wpid=$!
+	BG_PIDS+=("$wpid")
+	wait_for pgrep -f -- "$m1" >/dev/null || fail "the sandboxed sleeper did not start"
+	wait_for pgrep -f -- "$m2" >/dev/null || fail "the sandboxed sleeper did not start"
+	kill -9 "$wpid"
+	wait "$wpid" 2>/dev/null
+	expect_gone "$m1"
+	expect_gone "$m2"
+}
+
 # gone MARKER: true when no process with MARKER in its command line exists,
 # waiting up to 3 s for dying processes to be reaped.
 gone() {

@@ -198,19 +198,7 @@ t_tiocsti() {
 # seccomp supervisor's listener is gone.
 t_fallback_ward_killed() {
 	need_wrapper
-	local m1 m2 wpid
-	m1=$(marker fb-killed-a)
-	m2=$(marker fb-killed-b)
-	"$HARDENED" "$WARD" run --json -- sh -c "setsid '$PROBE' sleep 1000 $m1 & '$PROBE' sleep 1000 $m2" \
-		</dev/null >/dev/null 2>&1 &
-	wpid=$!
-	BG_PIDS+=("$wpid")
-	wait_for pgrep -f -- "$m1" >/dev/null || fail "the sandboxed sleeper did not start"
-	wait_for pgrep -f -- "$m2" >/dev/null || fail "the sandboxed sleeper did not start"
-	kill -9 "$wpid"
-	wait "$wpid" 2>/dev/null
-	expect_gone "$m1"
-	expect_gone "$m2"
+	ward_killed_leaves_nothing "$HARDENED" "$WARD" run --json --
 }
 
 tcase "falls back with one warning line and runs" t_warning_and_runs

@@ -98,18 +98,7 @@ t_nothing_left() {
 }
 
 t_ward_killed() {
-	local m1 m2 wpid
-	m1=$(marker killed-a)
-	m2=$(marker killed-b)
-	"$WARD" run -- sh -c "setsid '$PROBE' sleep 1000 $m1 & '$PROBE' sleep 1000 $m2" </dev/null >/dev/null 2>&1 &
-	wpid=$!
-	BG_PIDS+=("$wpid")
-	wait_for pgrep -f -- "$m1" >/dev/null || fail "the sandboxed sleeper did not start"
-	wait_for pgrep -f -- "$m2" >/dev/null || fail "the sandboxed sleeper did not start"
-	kill -9 "$wpid"
-	wait "$wpid" 2>/dev/null
-	expect_gone "$m1"
-	expect_gone "$m2"
+	ward_killed_leaves_nothing "$WARD" run --
 }
 
 # Starts ward in the background with job control on, so that bash does not set
