@@ -218,6 +218,22 @@ int ward__read_regular_file(const char *path, size_t max, char **ret, size_t *re
 	return read_bounded(fd, max, ret, ret_len);
 }
 
+long ward__read_pid_max(void)
+{
+	char buf[32];
+	int fd = open("/proc/sys/kernel/pid_max", O_RDONLY | O_CLOEXEC);
+	ssize_t n = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
+	long v;
+
+	if (fd >= 0)
+		close(fd);
+	if (n <= 0)
+		return 4194304;
+	buf[n] = '\0';
+	v = strtol(buf, NULL, 10);
+	return v >= 301 && v <= 4194304 ? v : 4194304;
+}
+
 int ward__write_file(const char *path, const char *s)
 {
 	int fd = open(path, O_WRONLY | O_CLOEXEC | O_NOCTTY);

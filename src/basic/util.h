@@ -34,6 +34,8 @@ WARD_INTERNAL int ward__read_file(const char *path, size_t max, char **ret, size
  */
 WARD_INTERNAL int ward__read_regular_file(const char *path, size_t max, char **ret,
 					  size_t *ret_len);
+/* The kernel's pid_max (pids are below it), 4194304 when it cannot be read. No malloc. */
+WARD_INTERNAL long ward__read_pid_max(void);
 /* Writes a string to a file (open O_WRONLY|O_CLOEXEC, no create). Async-signal-safe. */
 WARD_INTERNAL int ward__write_file(const char *path, const char *s);
 

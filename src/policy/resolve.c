@@ -425,12 +425,22 @@ static int protect_git_dir(struct ward_policy *p, const char *root, const char *
 	return r;
 }
 
-static int protect_git_at(struct ward_policy *p, const char *root, unsigned depth);
+/* The submodule walk of one root: each submodule once, and a budget for all of them. */
+struct git_walk {
+	struct ward__strv seen;
+	unsigned budget;
+};
+
+#define GIT_SUBMODULES_MAX 256 /* submodule entries looked at per writable root */
+
+static int protect_git_at(struct ward_policy *p, const char *root, unsigned depth,
+			  struct git_walk *w);
 
 struct submodule_ctx {
 	struct ward_policy *p;
 	const char *root;
 	unsigned depth;
+	struct git_walk *walk;
 };
 
 /*
@@ -445,29 +455,40 @@ static int protect_submodule(const char *value, void *ctx)
 	_cleanup_free_ char *sub = NULL;
 	char canon[PATH_MAX];
 
-	if (!*value || value[0] == '/')
+	/* A hostile .gitmodules cannot make resolution slow: a fixed budget for the whole walk. */
+	if (!*value || value[0] == '/' || c->walk->budget == 0)
 		return 0;
+	c->walk->budget--;
 	sub = ward__path_join(c->root, value);
 	if (!sub)
 		return -ENOMEM;
 	if (!realpath(sub, canon) || !ward__path_under(canon, c->root) ||
-	    strcmp(canon, c->root) == 0)
+	    strcmp(canon, c->root) == 0 || ward__strv_contains(&c->walk->seen, canon))
 		return 0;
-	return protect_git_at(c->p, canon, c->depth + 1);
+	return protect_git_at(c->p, canon, c->depth + 1, c->walk);
 }
 
 static int protect_git(struct ward_policy *p, const char *root)
 {
-	return protect_git_at(p, root, 0);
+	struct git_walk w = {.budget = GIT_SUBMODULES_MAX};
+	int r = protect_git_at(p, root, 0, &w);
+
+	ward__strv_release(&w.seen);
+	return r;
 }
 
 static int protect_dotgit(struct ward_policy *p, const char *root);
 
-static int protect_git_at(struct ward_policy *p, const char *root, unsigned depth)
+static int protect_git_at(struct ward_policy *p, const char *root, unsigned depth,
+			  struct git_walk *w)
 {
 	_cleanup_free_ char *gitmodules = ward__path_join(root, ".gitmodules");
-	struct submodule_ctx c = {p, root, depth};
+	struct submodule_ctx c = {p, root, depth, w};
 	int r;
+
+	/* Each submodule root once (the set is capped like every policy list). */
+	if (ward__strv_push(&w->seen, root) < 0)
+		return 0;
 
 	if (!gitmodules)
 		return -ENOMEM;

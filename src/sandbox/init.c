@@ -223,7 +223,7 @@ static int close_other_fds(const struct ward__spawn_opts *o, struct ward_error *
 }
 
 _noreturn_ static void command_main(const struct ward__spawn_opts *o, int report_fd, int sock,
-				    const struct ward__seccomp_prog *prog)
+				    int landlock_fd, const struct ward__seccomp_prog *prog)
 {
 	char *const *envp = o->envp ? o->envp : environ;
 	struct ward_error e = {0};
@@ -258,6 +258,13 @@ _noreturn_ static void command_main(const struct ward__spawn_opts *o, int report
 	    (o->policy->mode != WARD_MODE_DANGER_FULL_ACCESS && drop_capabilities(&e) < 0))
 		cmd_fail(report_fd, 125, &e);
 
+	/*
+	 * Landlock here, not in init: with signal scoping (ABI 6) the command
+	 * cannot signal init, which stays outside its domain (without a pid
+	 * namespace, killing init would orphan the command out of the sandbox).
+	 */
+	if (landlock_fd >= 0 && ward__landlock_enforce(landlock_fd, &e) < 0)
+		cmd_fail(report_fd, 125, &e);
 	if (prog->insns) {
 		r = ward__seccomp_load(prog, &listener);
 		if (r < 0) {
@@ -287,6 +294,7 @@ struct cmd_args {
 	int report_fd;
 	int sock;
 	int sfd;
+	int landlock_fd;
 	const struct ward__seccomp_prog *prog;
 };
 
@@ -295,7 +303,7 @@ static int cmd_entry(void *arg)
 	const struct cmd_args *a = arg;
 
 	close(a->sfd);
-	command_main(a->o, a->report_fd, a->sock, a->prog);
+	command_main(a->o, a->report_fd, a->sock, a->landlock_fd, a->prog);
 	return 0;
 }
 
@@ -367,22 +375,23 @@ void ward__init_main(const struct ward__spawn_opts *o, int report_fd, int hold_f
 		ward__error(&e, -errno, "init", "cannot set no_new_privs: %m");
 		cmd_fail(report_fd, 125, &e);
 	}
-	if (landlock_fd >= 0) {
-		if (ward__landlock_enforce(landlock_fd, &e) < 0)
-			cmd_fail(report_fd, 125, &e);
-		close(landlock_fd);
-	}
 	if (prog->has_notify && socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0) {
 		ward__error(&e, -errno, "init", "cannot create a socket pair: %m");
 		cmd_fail(report_fd, 125, &e);
 	}
 
 	{
-		struct cmd_args ca = {
-			.o = o, .report_fd = report_fd, .sock = sv[1], .sfd = sfd, .prog = prog};
+		struct cmd_args ca = {.o = o,
+				      .report_fd = report_fd,
+				      .sock = sv[1],
+				      .sfd = sfd,
+				      .landlock_fd = landlock_fd,
+				      .prog = prog};
 
 		cmd = spawn_command(&ca);
 	}
+	if (landlock_fd >= 0)
+		close(landlock_fd);
 	if (cmd < 0) {
 		ward__error(&e, -errno, "init", "cannot start the command: %m");
 		cmd_fail(report_fd, 125, &e);

@@ -243,6 +243,18 @@ static int rules_always(struct build *b)
 		return r;
 
 	/*
+	 * A seccomp listener of the command's own: where ward's supervisor is
+	 * gone (a process that outlived it), a newer filter's notification would
+	 * win over ours and the command could answer CONTINUE to its own refused
+	 * syscalls. Filters without a listener stay allowed (they only narrow).
+	 */
+	r = RULE(b, DENY, "seccomp", SCMP_A0(SCMP_CMP_EQ, SECCOMP_SET_MODE_FILTER),
+		 SCMP_A1(SCMP_CMP_MASKED_EQ, SECCOMP_FILTER_FLAG_NEW_LISTENER,
+			 SECCOMP_FILTER_FLAG_NEW_LISTENER));
+	if (r < 0)
+		return r;
+
+	/*
 	 * personality(): only PER_LINUX, PER_LINUX|ADDR_NO_RANDOMIZE (used by
 	 * debuggers and setarch -R) and the query 0xffffffff are allowed. Other
 	 * values can turn on READ_IMPLIES_EXEC or MMAP_PAGE_ZERO, historical

@@ -201,6 +201,23 @@ t_fallback_ward_killed() {
 	ward_killed_leaves_nothing "$HARDENED" "$WARD" run --json --
 }
 
+# Without a pid namespace, init is the command's parent: it must stay out of the
+# command's reach (Landlock signal scoping, ABI 6), or killing it would orphan the
+# command out of the sandbox.
+t_fallback_init_unkillable() {
+	need_wrapper
+	[ "$("$PROBE" landlock-abi | grep -o '[0-9]*' | head -n 1)" -ge 6 ] 2>/dev/null ||
+		skip "signal scoping needs Landlock ABI 6"
+	LAST_CMD="hardened-wrapper ward run -- sh -c 'probe kill \$PPID KILL'"
+	timeout -k 3 "$WARD_TEST_TIMEOUT" "$HARDENED" "$WARD" run -- sh -c "'$PROBE' kill \$PPID KILL; echo done" \
+		</dev/null >"$T/.run/stdout" 2>"$T/.run/stderr"
+	WRC=$?
+	LINE=$(head -n 1 "$T/.run/stdout")
+	expect_denied kill EPERM
+	assert_stdout_has done
+	expect_rc 0
+}
+
 tcase "falls back with one warning line and runs" t_warning_and_runs
 tcase "writes outside the roots are still refused (Landlock)" t_writes_outside_refused
 tcase "--require-isolation exits 125 and runs nothing" t_require_isolation
@@ -211,4 +228,5 @@ tcase "protected paths are enforced or their absence is named" t_protected_or_na
 tcase "nothing is left running" t_nothing_left
 tcase "no terminal injection" t_tiocsti
 tcase "nothing is left running after ward is SIGKILLed, without a pid namespace" t_fallback_ward_killed
+tcase "the command cannot kill init, without a pid namespace" t_fallback_init_unkillable
 finish

@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <time.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -865,6 +866,37 @@ TEST(danger_full_access_refuses_what_it_cannot_enforce)
 	ASSERT_OK(ward_policy_set_network(p, false));
 	ASSERT_EQ(ward_policy_resolve(p, &err), -EINVAL);
 	ASSERT_CONTAINS(err.message, "--network off");
+	ward_policy_free(p);
+}
+
+/* A hostile .gitmodules (fan-out at every level) cannot make resolution slow. */
+TEST(gitmodules_fan_out_is_bounded)
+{
+	static const char *const levels[] = {"", "a/", "a/a/", "a/a/a/", "a/a/a/a/"};
+	char dir[256], file[64], *text;
+	size_t o = 0, cap = 8192;
+	struct timespec t0, t1;
+	struct ward_policy *p;
+
+	test_dir(dir, sizeof(dir));
+	mkdir_p(dir, "a/a/a/a");
+	text = malloc(cap);
+	ASSERT_TRUE(text != NULL);
+	o += (size_t)snprintf(text + o, cap - o, "[submodule \"x\"]\n");
+	for (int i = 0; i < 300; i++)
+		o += (size_t)snprintf(text + o, cap - o, "path=a\n");
+	for (size_t i = 0; i < ELEMENTSOF(levels); i++) {
+		snprintf(file, sizeof(file), "%s.gitmodules", levels[i]);
+		write_file(dir, file, text);
+	}
+	free(text);
+	mkdir_p(dir, "a/.git/hooks");
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	p = resolved(dir);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	ASSERT_LE(t1.tv_sec - t0.tv_sec, 2);
+	/* The submodule at a is still protected. */
+	ASSERT_PROTECTED(p, dir, "a/.git/hooks", WARD_PROTECT_READONLY);
 	ward_policy_free(p);
 }
 

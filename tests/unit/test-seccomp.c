@@ -10,6 +10,8 @@
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <linux/capability.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
 #include <linux/io_uring.h>
 #include <linux/landlock.h>
 #include <linux/sched.h>
@@ -437,6 +439,24 @@ TEST(tracing_and_kernel_surface_refused)
 	ASSERT_EQ(SYS_ERRNO(SYS_perf_event_open, NULL, 0, -1, -1, 0), EPERM);
 	ASSERT_EQ(SYS_ERRNO(SYS_userfaultfd, 0), EPERM);
 	ASSERT_EQ(SYS_ERRNO(SYS_open_by_handle_at, AT_FDCWD, NULL, 0), EPERM);
+}
+
+/* A listener of the command's own could answer its own refused syscalls: refused. */
+TEST(own_seccomp_listener_refused)
+{
+	struct ward__seccomp_opts o = {0};
+	struct sock_filter allow = BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW);
+	struct sock_fprog prog = {.len = 1, .filter = &allow};
+
+	load(&o, NULL);
+	ASSERT_EQ(SYS_ERRNO(SYS_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_NEW_LISTENER,
+			    &prog),
+		  EPERM);
+	ASSERT_EQ(SYS_ERRNO(SYS_seccomp, SECCOMP_SET_MODE_FILTER,
+			    SECCOMP_FILTER_FLAG_NEW_LISTENER | SECCOMP_FILTER_FLAG_TSYNC, &prog),
+		  EPERM);
+	/* A filter that only narrows stays allowed. */
+	ASSERT_EQ(syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog), 0);
 }
 
 TEST(terminal_injection_refused)
