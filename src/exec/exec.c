@@ -633,7 +633,8 @@ static int handle_event(struct run *run, const struct epoll_event *ev)
 		 * dead; it then lingers (holding the guard's inotify instance, see
 		 * init.c) until it is killed: the status is the end of the run.
 		 */
-		if (run->sb.have_status && !run->init_exited)
+		/* The report pipe closing without a status: init is gone or going. */
+		if ((run->sb.have_status || run->reports_eof) && !run->init_exited)
 			on_init_exited(run);
 		return 0;
 	case SRC_GUARD:
@@ -935,6 +936,12 @@ WARD_PUBLIC int ward_run(const struct ward_policy *policy, const struct ward_run
 	}
 	if (run.in_fd >= 0)
 		feed_stdin(&run);
+	/*
+	 * The status may have come in with the start-up reports already (a quick
+	 * command): the report pipe is then closed and will not tell us again.
+	 */
+	if ((run.sb.have_status || run.sb.report_fd < 0) && !run.init_exited)
+		on_init_exited(&run);
 
 	r = event_loop(&run, err);
 	if (r < 0)

@@ -233,6 +233,16 @@ _noreturn_ static void command_main(const struct ward__spawn_opts *o, int report
 
 	sigemptyset(&empty);
 	sigprocmask(SIG_SETMASK, &empty, NULL);
+	/*
+	 * ward ignores SIGPIPE for itself (a closed reader must not kill it);
+	 * the command gets the default, as from a shell: `ward run -- yes | head`
+	 * ends yes with SIGPIPE.
+	 */
+	{
+		struct sigaction dfl = {.sa_handler = SIG_DFL};
+
+		sigaction(SIGPIPE, &dfl, NULL);
+	}
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
 
 	/*
@@ -358,6 +368,15 @@ void ward__init_main(const struct ward__spawn_opts *o, int report_fd, int hold_f
 	sigset_t set;
 	pid_t cmd;
 
+	/*
+	 * A caller that ignores SIGCHLD would make the kernel reap the command
+	 * behind init's back (and init would wait for it forever).
+	 */
+	{
+		struct sigaction dfl = {.sa_handler = SIG_DFL};
+
+		sigaction(SIGCHLD, &dfl, NULL);
+	}
 	forwarded_set(&set);
 	sigaddset(&set, WARD_SIG_PARENT_DIED);
 	if (sigprocmask(SIG_BLOCK, &set, NULL) < 0 ||

@@ -284,6 +284,25 @@ t_doctor() {
 	j 'd' >/dev/null || fail "doctor --json is not JSON"
 }
 
+# The command's signal dispositions are its own: SIGPIPE default (ward ignores it for
+# itself), and a caller that ignores SIGCHLD does not hang the run.
+t_signal_dispositions() {
+	LAST_CMD="ward run -- yes | head -c 1"
+	"$WARD" run -- yes </dev/null 2>/dev/null | head -c 1 >/dev/null
+	assert_eq "${PIPESTATUS[0]}" 141 "exit status of yes into a closed pipe"
+	w -- grep -E '^SigIgn:' /proc/self/status
+	assert_match "$LINE" '^SigIgn:[[:space:]]+0+$' "ignored signals in the command"
+	[ -n "$PY" ] || return 0
+	LAST_CMD="ward run with SIGCHLD ignored"
+	timeout -k 3 20 "$PY" -c 'import signal, subprocess, sys
+r = subprocess.run(sys.argv[1:], stdin=subprocess.DEVNULL, capture_output=True,
+                   preexec_fn=lambda: signal.signal(signal.SIGCHLD, signal.SIG_IGN))
+print(r.returncode)' "$WARD" run -- sh -c 'exit 3' >"$T/.run/stdout" 2>"$T/.run/stderr"
+	WRC=$?
+	expect_rc 0
+	assert_eq "$(cat "$T/.run/stdout")" 3 "exit status with SIGCHLD ignored"
+}
+
 tcase "--help and --version" t_help_version
 tcase "the man page documents every option of --help" t_man_page
 tcase "exit statuses: 0, 7, 128+N, 126, 127" t_exit_codes
@@ -294,5 +313,6 @@ tcase "--policy with ward's own form" t_policy_own
 tcase "bad policies: exit 125 naming the file, the field, the reason" t_policy_rejected
 tcase "ward policy show prints the resolved policy as JSON" t_policy_show
 tcase "danger-full-access refuses what it cannot enforce" t_danger_refuses_restrictions
+tcase "signal dispositions: SIGPIPE default, SIGCHLD ignored by the caller" t_signal_dispositions
 tcase "ward doctor reports the kernel features" t_doctor
 finish

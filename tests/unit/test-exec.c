@@ -3,6 +3,7 @@
 #include <stdbool.h>
 #include <fcntl.h>
 #include <jansson.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1005,6 +1006,60 @@ TEST(run_result_json_parses)
 	json_decref(j);
 	ward_result_free(r);
 	ward_run_options_free(o);
+}
+
+/* ward_run() from several threads at once, quick commands: every run ends, exactly. */
+struct thread_runs {
+	const struct ward_policy *policy;
+	int bad;
+};
+
+static void *thread_runs(void *arg)
+{
+	struct thread_runs *t = arg;
+	struct ward_run_options *o = NULL;
+	const char *const argv[] = {"sh", "-c", "echo x; exit 3", NULL};
+
+	if (ward_run_options_new(&o) < 0 || ward_run_options_set_argv(o, argv) < 0) {
+		t->bad++;
+		return NULL;
+	}
+	for (int i = 0; i < 15; i++) {
+		struct ward_result *r = NULL;
+		struct ward_error e = {0};
+		size_t len = 0;
+
+		if (ward_run(t->policy, o, NULL, &r, &e) < 0) {
+			t->bad++;
+			continue;
+		}
+		ward_result_output(r, WARD_STREAM_STDOUT, &len);
+		if (ward_result_exit_code(r) != 3 || len != 2)
+			t->bad++;
+		ward_result_free(r);
+	}
+	ward_run_options_free(o);
+	return NULL;
+}
+
+TEST_TIMEOUT(concurrent_runs_from_threads, 60)
+{
+	struct ward_policy *p;
+	struct ward_error err = {0};
+	struct thread_runs t[3];
+	pthread_t th[3];
+
+	ASSERT_OK(ward_policy_new(&p));
+	ASSERT_OK(ward_policy_resolve(p, &err));
+	for (int i = 0; i < 3; i++) {
+		t[i] = (struct thread_runs){.policy = p};
+		ASSERT_EQ(pthread_create(&th[i], NULL, thread_runs, &t[i]), 0);
+	}
+	for (int i = 0; i < 3; i++) {
+		pthread_join(th[i], NULL);
+		ASSERT_EQ(t[i].bad, 0);
+	}
+	ward_policy_free(p);
 }
 
 int main(void)
