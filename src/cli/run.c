@@ -256,6 +256,13 @@ static int run_plain(struct cli_run_args *a)
 			{.fd = stdin_open ? tty.term_in : -1, .events = POLLIN},
 		};
 
+		/*
+		 * The status can come with the start-up reports already (a quick
+		 * command), after which the report pipe is closed and init lingers
+		 * (see init.c): nothing would wake the poll below.
+		 */
+		if (sb.have_status || sb.report_fd < 0)
+			break;
 		if (poll(p, ELEMENTSOF(p), -1) < 0) {
 			if (errno == EINTR)
 				continue;

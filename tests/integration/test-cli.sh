@@ -303,6 +303,23 @@ print(r.returncode)' "$WARD" run -- sh -c 'exit 3' >"$T/.run/stdout" 2>"$T/.run/
 	assert_eq "$(cat "$T/.run/stdout")" 3 "exit status with SIGCHLD ignored"
 }
 
+# A quick command's status can arrive with the start-up reports; ward must not wait
+# for more (it used to hang now and then). Many short runs, each bounded.
+t_quick_commands_return() {
+	local i rc hung=0
+	for i in $(seq 150); do
+		timeout -s KILL 5 "$WARD" run -- true </dev/null >"$T/.run/stdout" 2>&1 &
+		wait $!
+		rc=$?
+		[ "$rc" = 137 ] && hung=$((hung + 1))
+		timeout -s KILL 5 "$WARD" run --json -- sh -c 'exit 7' </dev/null >"$T/.run/stdout" 2>&1
+		rc=$?
+		[ "$rc" = 7 ] || hung=$((hung + 1))
+	done
+	LAST_CMD="150 x (ward run -- true; ward run --json -- sh -c 'exit 7')"
+	assert_eq "$hung" 0 "runs that hung or failed"
+}
+
 tcase "--help and --version" t_help_version
 tcase "the man page documents every option of --help" t_man_page
 tcase "exit statuses: 0, 7, 128+N, 126, 127" t_exit_codes
@@ -314,5 +331,6 @@ tcase "bad policies: exit 125 naming the file, the field, the reason" t_policy_r
 tcase "ward policy show prints the resolved policy as JSON" t_policy_show
 tcase "danger-full-access refuses what it cannot enforce" t_danger_refuses_restrictions
 tcase "signal dispositions: SIGPIPE default, SIGCHLD ignored by the caller" t_signal_dispositions
+tcase "quick commands always return" t_quick_commands_return
 tcase "ward doctor reports the kernel features" t_doctor
 finish
