@@ -93,7 +93,14 @@ static int exec_search(char *const *argv, char *const *envp)
 		else
 			snprintf(buf, sizeof(buf), "%.*s/%s", (int)dl, p, argv[0]);
 		execve(buf, argv, envp);
-		/* EACCES on one entry must not hide a later match, but is remembered (as execvp does). */
+		/*
+		 * EACCES on one entry must not hide a later match, but is remembered
+		 * (as execvp does) when a file is there: a PATH directory the user
+		 * cannot search (/root/.cargo/bin for nobody) is "not found" (127), as
+		 * in a shell, not "permission denied" (126).
+		 */
+		if (errno == EACCES && access(buf, F_OK) < 0)
+			errno = ENOENT;
 		if (errno == EACCES || errno == ENOEXEC || errno == EISDIR)
 			saved = errno == EISDIR ? EACCES : errno;
 		else if (errno != ENOENT && errno != ENOTDIR && errno != ENAMETOOLONG)

@@ -74,6 +74,14 @@ t_exit_codes() {
 	w -- ''
 	expect_rc 127
 	expect_one_line_error
+	# A PATH directory the command cannot search is "not found", as in a shell.
+	mkdir "$T/locked"
+	chmod 000 "$T/locked"
+	w --env-set "PATH=$T/locked:/usr/bin:/bin" -- ward-it-no-such-command
+	expect_rc 127
+	w --env-set "PATH=$T/locked:/usr/bin:/bin" -- true
+	expect_rc 0
+	chmod 700 "$T/locked"
 	# Exit statuses above 125 of the command itself stay the command's.
 	w -- sh -c 'exit 126'
 	expect_rc 126
