@@ -218,19 +218,36 @@ int ward__read_regular_file(const char *path, size_t max, char **ret, size_t *re
 	return read_bounded(fd, max, ret, ret_len);
 }
 
-long ward__read_pid_max(void)
+ssize_t ward__read_small(const char *path, char *buf, size_t size)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t n;
+
+	if (size == 0)
+		return -EINVAL;
+	buf[0] = '\0';
+	if (fd < 0)
+		return -errno;
+	n = read(fd, buf, size - 1);
+	if (n < 0)
+		n = -errno;
+	close(fd);
+	if (n >= 0)
+		buf[n] = '\0';
+	return n;
+}
+
+long ward__read_proc_long(const char *path, long dflt)
 {
 	char buf[32];
-	int fd = open("/proc/sys/kernel/pid_max", O_RDONLY | O_CLOEXEC);
-	ssize_t n = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
-	long v;
 
-	if (fd >= 0)
-		close(fd);
-	if (n <= 0)
-		return 4194304;
-	buf[n] = '\0';
-	v = strtol(buf, NULL, 10);
+	return ward__read_small(path, buf, sizeof(buf)) > 0 ? strtol(buf, NULL, 10) : dflt;
+}
+
+long ward__read_pid_max(void)
+{
+	long v = ward__read_proc_long("/proc/sys/kernel/pid_max", 4194304);
+
 	return v >= 301 && v <= 4194304 ? v : 4194304;
 }
 

@@ -34,6 +34,13 @@ WARD_INTERNAL int ward__read_file(const char *path, size_t max, char **ret, size
  */
 WARD_INTERNAL int ward__read_regular_file(const char *path, size_t max, char **ret,
 					  size_t *ret_len);
+/*
+ * Reads at most size-1 bytes of a small file (a /proc value) into buf,
+ * NUL-terminated; the length or -errno. No malloc (safe after fork).
+ */
+WARD_INTERNAL ssize_t ward__read_small(const char *path, char *buf, size_t size);
+/* A number from a small file (a /proc/sys value), dflt when it cannot be read. No malloc. */
+WARD_INTERNAL long ward__read_proc_long(const char *path, long dflt);
 /* The kernel's pid_max (pids are below it), 4194304 when it cannot be read. No malloc. */
 WARD_INTERNAL long ward__read_pid_max(void);
 /* Writes a string to a file (open O_WRONLY|O_CLOEXEC, no create). Async-signal-safe. */

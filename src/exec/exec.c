@@ -603,6 +603,18 @@ static void on_init_exited(struct run *run)
 		unwatch(run, run->cancel->fd);
 }
 
+/*
+ * init reports the status after every other process of the sandbox is dead;
+ * it then lingers (holding the guard's inotify instance, see init.c) until it
+ * is killed: the status is the end of the run. So is the report pipe closing
+ * without one (init is gone or going).
+ */
+static void end_on_status(struct run *run)
+{
+	if ((run->sb.have_status || run->reports_eof || run->sb.report_fd < 0) && !run->init_exited)
+		on_init_exited(run);
+}
+
 static int handle_event(struct run *run, const struct epoll_event *ev)
 {
 	uint64_t u;
@@ -628,14 +640,7 @@ static int handle_event(struct run *run, const struct epoll_event *ev)
 			run->reports_eof = true;
 			unwatch(run, run->sb.report_fd);
 		}
-		/*
-		 * init reports the status after every other process of the sandbox is
-		 * dead; it then lingers (holding the guard's inotify instance, see
-		 * init.c) until it is killed: the status is the end of the run.
-		 */
-		/* The report pipe closing without a status: init is gone or going. */
-		if ((run->sb.have_status || run->reports_eof) && !run->init_exited)
-			on_init_exited(run);
+		end_on_status(run);
 		return 0;
 	case SRC_GUARD:
 		if (ward__sandbox_handle_guard(&run->sb) < 0)
@@ -936,12 +941,8 @@ WARD_PUBLIC int ward_run(const struct ward_policy *policy, const struct ward_run
 	}
 	if (run.in_fd >= 0)
 		feed_stdin(&run);
-	/*
-	 * The status may have come in with the start-up reports already (a quick
-	 * command): the report pipe is then closed and will not tell us again.
-	 */
-	if ((run.sb.have_status || run.sb.report_fd < 0) && !run.init_exited)
-		on_init_exited(&run);
+	/* The status may have come in with the start-up reports already (a quick command). */
+	end_on_status(&run);
 
 	r = event_loop(&run, err);
 	if (r < 0)

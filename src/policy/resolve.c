@@ -319,26 +319,18 @@ static int protect_git_dir_contents(struct ward_policy *p, const char *root, con
 #define GIT_MODULES_MAX_DEPTH 8
 #define GIT_MODULES_MAX 64
 
-/*
- * The git directories of submodules (<gitdir>/modules/<name>, names may hold
- * slashes, modules nest): git runs their hooks and reads their config when it
- * recurses into a submodule, so they are protected like the top one.
- */
-static int protect_git_modules(struct ward_policy *p, const char *root, const char *dir,
-			       unsigned depth, unsigned *count)
+/* Calls fn for every directory (not followed through a symlink) directly in dir. */
+static int each_subdir(const char *dir, int (*fn)(const char *sub, void *ctx), void *ctx)
 {
-	_cleanup_(closedirp) DIR *d = NULL;
+	_cleanup_(closedirp) DIR *d = opendir(dir);
 	struct dirent *de;
-	int r;
 
-	if (depth > GIT_MODULES_MAX_DEPTH)
-		return 0;
-	d = opendir(dir);
 	if (!d)
 		return 0;
 	while ((de = readdir(d))) {
-		_cleanup_free_ char *sub = NULL, *head = NULL, *modules = NULL;
+		_cleanup_free_ char *sub = NULL;
 		struct stat st;
+		int r;
 
 		if (de->d_name[0] == '.' && (!de->d_name[1] || !strcmp(de->d_name, "..")))
 			continue;
@@ -347,63 +339,77 @@ static int protect_git_modules(struct ward_policy *p, const char *root, const ch
 			return -ENOMEM;
 		if (lstat(sub, &st) < 0 || !S_ISDIR(st.st_mode))
 			continue;
-		head = ward__path_join(sub, "HEAD");
-		modules = ward__path_join(sub, "modules");
-		if (!head || !modules)
-			return -ENOMEM;
-		if (access(head, F_OK) == 0) {
-			if (++*count > GIT_MODULES_MAX)
-				return 0;
-			r = protect_git_dir_contents(p, root, sub);
-			if (r >= 0)
-				r = protect_git_modules(p, root, modules, depth + 1, count);
-		} else {
-			r = protect_git_modules(p, root, sub, depth + 1, count);
-		}
-		if (r < 0)
-			return r;
+		r = fn(sub, ctx);
+		if (r != 0)
+			return r < 0 ? r : 0; /* > 0: stop */
 	}
 	return 0;
 }
 
+struct modules_walk {
+	struct ward_policy *p;
+	const char *root;
+	unsigned depth, count;
+};
+
+static int protect_git_modules(const char *dir, struct modules_walk *w);
+
 /*
- * The per-worktree directories of a git directory (<gitdir>/worktrees/<name>):
- * git follows their commondir and reads their config.worktree when it works in
+ * One entry of <gitdir>/modules: a submodule's git directory (it has a HEAD;
+ * its own modules nest below it), or a component of a name with slashes.
+ */
+static int protect_git_module(const char *sub, void *ctx)
+{
+	struct modules_walk *w = ctx;
+	_cleanup_free_ char *head = ward__path_join(sub, "HEAD");
+	_cleanup_free_ char *modules = ward__path_join(sub, "modules");
+	int r;
+
+	if (!head || !modules)
+		return -ENOMEM;
+	if (access(head, F_OK) != 0)
+		return protect_git_modules(sub, w);
+	if (++w->count > GIT_MODULES_MAX)
+		return 1;
+	r = protect_git_dir_contents(w->p, w->root, sub);
+	return r < 0 ? r : protect_git_modules(modules, w);
+}
+
+/*
+ * The git directories of submodules (<gitdir>/modules/<name>, names may hold
+ * slashes, modules nest): git runs their hooks and reads their config when it
+ * recurses into a submodule, so they are protected like the top one.
+ */
+static int protect_git_modules(const char *dir, struct modules_walk *w)
+{
+	int r;
+
+	if (w->depth > GIT_MODULES_MAX_DEPTH)
+		return 0;
+	w->depth++;
+	r = each_subdir(dir, protect_git_module, w);
+	w->depth--;
+	return r;
+}
+
+/*
+ * One per-worktree directory of a git directory (<gitdir>/worktrees/<name>):
+ * git follows its commondir and reads its config.worktree when it works in
  * that linked worktree, wherever that is.
  */
-static int protect_git_worktrees(struct ward_policy *p, const char *gitdir)
+static int protect_git_worktree(const char *wt, void *ctx)
 {
 	static const char *const files[] = {"commondir", "config.worktree", "gitdir"};
-	_cleanup_free_ char *dir = ward__path_join(gitdir, "worktrees");
-	_cleanup_(closedirp) DIR *d = NULL;
-	struct dirent *de;
-	unsigned count = 0;
+	struct modules_walk *w = ctx;
 
-	if (!dir)
-		return -ENOMEM;
-	d = opendir(dir);
-	if (!d)
-		return 0;
-	while ((de = readdir(d))) {
-		_cleanup_free_ char *wt = NULL;
-		struct stat st;
+	if (++w->count > GIT_MODULES_MAX)
+		return 1;
+	for (size_t i = 0; i < ELEMENTSOF(files); i++) {
+		_cleanup_free_ char *f = ward__path_join(wt, files[i]);
+		int r = f ? protect(w->p, f, "git worktree link") : -ENOMEM;
 
-		if (de->d_name[0] == '.' && (!de->d_name[1] || !strcmp(de->d_name, "..")))
-			continue;
-		wt = ward__path_join(dir, de->d_name);
-		if (!wt)
-			return -ENOMEM;
-		if (lstat(wt, &st) < 0 || !S_ISDIR(st.st_mode))
-			continue;
-		if (++count > GIT_MODULES_MAX)
-			break;
-		for (size_t i = 0; i < ELEMENTSOF(files); i++) {
-			_cleanup_free_ char *f = ward__path_join(wt, files[i]);
-			int r = f ? protect(p, f, "git worktree link") : -ENOMEM;
-
-			if (r < 0)
-				return r;
-		}
+		if (r < 0)
+			return r;
 	}
 	return 0;
 }
@@ -412,16 +418,17 @@ static int protect_git_worktrees(struct ward_policy *p, const char *gitdir)
 static int protect_git_dir(struct ward_policy *p, const char *root, const char *gitdir)
 {
 	_cleanup_free_ char *modules = ward__path_join(gitdir, "modules");
-	unsigned count = 0;
+	_cleanup_free_ char *worktrees = ward__path_join(gitdir, "worktrees");
+	struct modules_walk wt = {p, root, 0, 0}, mod = {p, root, 0, 0};
 	int r;
 
-	if (!modules)
+	if (!modules || !worktrees)
 		return -ENOMEM;
 	r = protect_git_dir_contents(p, root, gitdir);
 	if (r >= 0)
-		r = protect_git_worktrees(p, gitdir);
+		r = each_subdir(worktrees, protect_git_worktree, &wt);
 	if (r >= 0)
-		r = protect_git_modules(p, root, modules, 0, &count);
+		r = protect_git_modules(modules, &mod);
 	return r;
 }
 
@@ -609,15 +616,15 @@ static int pin_all_ancestors(struct ward_policy *p)
 		if (r < 0)
 			return r;
 	}
-	/* add_entry() grows the array: look at the entries that were there before, by index. */
+	/*
+	 * add_entry() reallocates the array (not the strings): the entries that
+	 * were there before, by index, each read before the call.
+	 */
 	for (size_t i = 0; i < n; i++) {
-		const struct ward__protected *e = &p->protected[i];
-		_cleanup_free_ char *path =
-			strdup(e->kind == WARD_PROTECT_MISSING ? e->guard_dir : e->path);
+		bool missing = p->protected[i].kind == WARD_PROTECT_MISSING;
 
-		if (!path)
-			return -ENOMEM;
-		r = pin_ancestors(p, path, p->protected[i].kind == WARD_PROTECT_MISSING);
+		r = pin_ancestors(p, missing ? p->protected[i].guard_dir : p->protected[i].path,
+				  missing);
 		if (r < 0)
 			return r;
 	}
@@ -675,7 +682,7 @@ static int add_root(struct ward_policy *p, const char *path, bool must_exist, co
 static int resolve(struct ward_policy *p, struct ward_error *err)
 {
 	static const char *const agent_dirs[] = {".codex", ".agents", ".ward"};
-	_cleanup_(ward__strv_release) struct ward__strv named = {0}, implicit = {0};
+	_cleanup_(ward__strv_release) struct ward__strv named = {0};
 	char canon[PATH_MAX];
 	struct stat st;
 	int r;
@@ -712,9 +719,9 @@ static int resolve(struct ward_policy *p, struct ward_error *err)
 		for (size_t i = 0; r >= 0 && i < p->writable.n; i++)
 			r = add_root(p, p->writable.v[i], true, "writable root", &named, err);
 		if (r >= 0 && !p->exclude_slash_tmp)
-			r = add_root(p, "/tmp", false, NULL, &implicit, err);
+			r = add_root(p, "/tmp", false, NULL, NULL, err);
 		if (r >= 0 && !p->exclude_tmpdir_env_var && tmpdir && tmpdir[0] == '/')
-			r = add_root(p, tmpdir, false, NULL, &implicit, err);
+			r = add_root(p, tmpdir, false, NULL, NULL, err);
 		if (r < 0)
 			return r;
 		qsort(p->roots.v, p->roots.n, sizeof(char *), cmp_str);
@@ -728,8 +735,7 @@ static int resolve(struct ward_policy *p, struct ward_error *err)
 			 * of ours to guard, let alone remove. Every other root, and every
 			 * root the user named, keeps the git and agent protections.
 			 */
-			if (ward__strv_contains(&implicit, root) &&
-			    !ward__strv_contains(&named, root) && stat(root, &st) == 0 &&
+			if (!ward__strv_contains(&named, root) && stat(root, &st) == 0 &&
 			    (st.st_mode & (S_ISVTX | S_IWOTH)) == (S_ISVTX | S_IWOTH))
 				continue;
 			r = protect_git(p, root);

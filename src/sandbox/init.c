@@ -38,6 +38,13 @@
 static const int forwarded_signals[] = {SIGHUP,	 SIGINT,   SIGQUIT, SIGTERM, SIGUSR1,
 					SIGUSR2, SIGWINCH, SIGCONT, SIGTSTP, SIGALRM};
 
+static void signal_default(int sig)
+{
+	struct sigaction dfl = {.sa_handler = SIG_DFL};
+
+	sigaction(sig, &dfl, NULL);
+}
+
 static void forwarded_set(sigset_t *set)
 {
 	sigemptyset(set);
@@ -245,11 +252,7 @@ _noreturn_ static void command_main(const struct ward__spawn_opts *o, int report
 	 * the command gets the default, as from a shell: `ward run -- yes | head`
 	 * ends yes with SIGPIPE.
 	 */
-	{
-		struct sigaction dfl = {.sa_handler = SIG_DFL};
-
-		sigaction(SIGPIPE, &dfl, NULL);
-	}
+	signal_default(SIGPIPE);
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
 
 	/*
@@ -379,11 +382,7 @@ void ward__init_main(const struct ward__spawn_opts *o, int report_fd, int hold_f
 	 * A caller that ignores SIGCHLD would make the kernel reap the command
 	 * behind init's back (and init would wait for it forever).
 	 */
-	{
-		struct sigaction dfl = {.sa_handler = SIG_DFL};
-
-		sigaction(SIGCHLD, &dfl, NULL);
-	}
+	signal_default(SIGCHLD);
 	forwarded_set(&set);
 	sigaddset(&set, WARD_SIG_PARENT_DIED);
 	if (sigprocmask(SIG_BLOCK, &set, NULL) < 0 ||

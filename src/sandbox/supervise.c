@@ -1164,27 +1164,9 @@ static bool protected_mount(const struct ward_policy *p, const char *path)
 	return false;
 }
 
-static unsigned long read_ulong(const char *path, unsigned long dflt)
-{
-	char buf[32];
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	ssize_t n;
-
-	if (fd < 0)
-		return dflt;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return dflt;
-	buf[n] = '\0';
-	return strtoul(buf, NULL, 10);
-}
-
 static void init_ids(struct priv *pv)
 {
 	char map[64];
-	int fd;
-	ssize_t n = -1;
 	bool userns;
 
 	pv->uid = geteuid();
@@ -1192,14 +1174,9 @@ static void init_ids(struct priv *pv)
 	pv->n_groups = getgroups(ELEMENTSOF(pv->groups), pv->groups);
 	if (pv->n_groups < 0)
 		pv->n_groups = 0;
-	pv->overflow_uid = (uid_t)read_ulong("/proc/sys/kernel/overflowuid", 65534);
-	pv->overflow_gid = (gid_t)read_ulong("/proc/sys/kernel/overflowgid", 65534);
-	fd = open("/proc/self/uid_map", O_RDONLY | O_CLOEXEC);
-	if (fd >= 0) {
-		n = read(fd, map, sizeof(map) - 1);
-		close(fd);
-	}
-	map[n > 0 ? n : 0] = '\0';
+	pv->overflow_uid = (uid_t)ward__read_proc_long("/proc/sys/kernel/overflowuid", 65534);
+	pv->overflow_gid = (gid_t)ward__read_proc_long("/proc/sys/kernel/overflowgid", 65534);
+	ward__read_small("/proc/self/uid_map", map, sizeof(map));
 	/* The initial namespace maps everything: "0 0 4294967295". */
 	userns = !strstr(map, "4294967295");
 	/*
