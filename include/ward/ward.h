@@ -68,6 +68,12 @@ struct ward_policy;
 WARD_PUBLIC int ward_policy_new(struct ward_policy **ret_policy);
 /* Frees a policy. Accepts NULL. */
 WARD_PUBLIC void ward_policy_free(struct ward_policy *policy);
+/*
+ * Copies what was set on src (mode, cwd, paths, network, options) into a new
+ * policy, unresolved: set what differs (a cwd), then ward_policy_resolve() it.
+ * Caller owns *ret_policy.
+ */
+WARD_PUBLIC int ward_policy_copy(const struct ward_policy *src, struct ward_policy **ret_policy);
 
 WARD_PUBLIC int ward_policy_set_mode(struct ward_policy *policy, enum ward_sandbox_mode mode);
 /* Parses "read-only", "workspace-write", "danger-full-access". -EINVAL otherwise. */

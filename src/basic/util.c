@@ -2,6 +2,7 @@
 #include <ctype.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -361,4 +362,36 @@ uint64_t ward__now_ns(void)
 uint64_t ward__now_ms(void)
 {
 	return ward__now_ns() / 1000000ULL;
+}
+
+/*
+ * write(2) to a pipe without SIGPIPE: a command that exits without reading
+ * its input must not kill the process embedding libward. The pipe
+ * cannot be given MSG_NOSIGNAL, so SIGPIPE is blocked in this thread for the
+ * call and a SIGPIPE raised by it is consumed (libpq's technique); one that
+ * was already pending stays pending.
+ */
+ssize_t ward__write_nosigpipe(int fd, const void *p, size_t n)
+{
+	sigset_t pipe_set, old, pending;
+	bool was_pending;
+	ssize_t w;
+	int saved;
+
+	sigemptyset(&pipe_set);
+	sigaddset(&pipe_set, SIGPIPE);
+	sigpending(&pending);
+	was_pending = sigismember(&pending, SIGPIPE) == 1;
+	pthread_sigmask(SIG_BLOCK, &pipe_set, &old);
+	w = write(fd, p, n);
+	saved = errno;
+	if (w < 0 && saved == EPIPE && !was_pending) {
+		struct timespec zero = {0, 0};
+
+		while (sigtimedwait(&pipe_set, NULL, &zero) < 0 && errno == EINTR)
+			;
+	}
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	errno = saved;
+	return w;
 }

@@ -43,6 +43,11 @@ WARD_INTERNAL ssize_t ward__read_small(const char *path, char *buf, size_t size)
 WARD_INTERNAL long ward__read_proc_long(const char *path, long dflt);
 /* The kernel's pid_max (pids are below it), 4194304 when it cannot be read. No malloc. */
 WARD_INTERNAL long ward__read_pid_max(void);
+/*
+ * write(2) that never raises SIGPIPE in the process (a pipe cannot take
+ * MSG_NOSIGNAL): EPIPE is returned as -1/errno like any error.
+ */
+WARD_INTERNAL ssize_t ward__write_nosigpipe(int fd, const void *p, size_t n);
 /* Writes a string to a file (open O_WRONLY|O_CLOEXEC, no create). Async-signal-safe. */
 WARD_INTERNAL int ward__write_file(const char *path, const char *s);
 

@@ -498,45 +498,13 @@ static void kill_sandbox(struct run *run)
 		ward__sandbox_kill(&run->sb);
 }
 
-/*
- * write(2) to the stdin pipe without SIGPIPE: a command that exits without
- * reading its input must not kill the process embedding libward. The pipe
- * cannot be given MSG_NOSIGNAL, so SIGPIPE is blocked in this thread for the
- * call and a SIGPIPE raised by it is consumed (libpq's technique); one that
- * was already pending stays pending.
- */
-static ssize_t write_nosigpipe(int fd, const void *p, size_t n)
-{
-	sigset_t pipe_set, old, pending;
-	bool was_pending;
-	ssize_t w;
-	int saved;
-
-	sigemptyset(&pipe_set);
-	sigaddset(&pipe_set, SIGPIPE);
-	sigpending(&pending);
-	was_pending = sigismember(&pending, SIGPIPE) == 1;
-	pthread_sigmask(SIG_BLOCK, &pipe_set, &old);
-	w = write(fd, p, n);
-	saved = errno;
-	if (w < 0 && saved == EPIPE && !was_pending) {
-		struct timespec zero = {0, 0};
-
-		while (sigtimedwait(&pipe_set, NULL, &zero) < 0 && errno == EINTR)
-			;
-	}
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	errno = saved;
-	return w;
-}
-
 static void feed_stdin(struct run *run)
 {
 	const struct ward_run_options *o = run->o;
 
 	while (run->in_off < o->stdin_len) {
 		size_t n = MIN(o->stdin_len - run->in_off, WARD_READ_CHUNK);
-		ssize_t w = write_nosigpipe(run->in_fd, o->stdin_data + run->in_off, n);
+		ssize_t w = ward__write_nosigpipe(run->in_fd, o->stdin_data + run->in_off, n);
 
 		if (w < 0 && errno == EINTR)
 			continue;

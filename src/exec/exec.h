@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 #pragma once
 
+#include <jansson.h>
 #include <sys/types.h>
 
 #include "basic/buf.h"
@@ -211,3 +212,8 @@ WARD_INTERNAL extern const char *const ward__env_core_names[];
 WARD_INTERNAL int ward__json_append_string(struct ward__buf *b, const void *s, size_t len);
 /* Appends the standard base64 (RFC 4648, padded) of data, with quotes, to b. */
 WARD_INTERNAL int ward__json_append_base64(struct ward__buf *b, const void *data, size_t len);
+/*
+ * A JSON string of arbitrary bytes: as they are when valid UTF-8, else each
+ * invalid sequence replaced with U+FFFD. NULL on ENOMEM.
+ */
+WARD_INTERNAL json_t *ward__json_string_lossy(const void *s, size_t len);

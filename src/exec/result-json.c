@@ -419,3 +419,19 @@ WARD_PUBLIC int ward_result_to_json(const struct ward_result *result, char **ret
 	}
 	return 0;
 }
+
+json_t *ward__json_string_lossy(const void *s, size_t len)
+{
+	struct ward__buf b;
+	json_t *j = json_stringn(s, len);
+
+	if (j)
+		return j;
+	/* Not valid UTF-8: each invalid sequence becomes U+FFFD, as in ward run --json. */
+	if (len > (SIZE_MAX - 64) / 6 || ward__buf_init(&b, len * 6 + 64) < 0)
+		return NULL;
+	if (ward__json_append_string(&b, s, len) >= 0)
+		j = json_loadb((const char *)b.data, b.len, JSON_DECODE_ANY | JSON_ALLOW_NUL, NULL);
+	ward__buf_release(&b);
+	return j;
+}

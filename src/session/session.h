@@ -1,0 +1,152 @@
+/* SPDX-License-Identifier: MIT */
+#pragma once
+
+#include <jansson.h>
+
+#include "basic/loop.h"
+#include "basic/macro.h"
+#include "exec/proc.h"
+
+/*
+ * Interactive sessions: Codex's unified exec (exec_command / write_stdin)
+ * over sandboxed procs, in one event loop. Every session is its own sandbox
+ * under the policy it was started with (the store's policy with the call's
+ * workdir as cwd), and ending a session kills everything in it.
+ *
+ * Calls are asynchronous: ward__sessions_exec() and ward__sessions_write()
+ * start a call and return; its done callback runs from the loop when the
+ * command exits (and its output is closed) or the yield window ends, with the
+ * output produced since the previous call. Any number of calls may be in
+ * flight on different sessions; calls on one session run one after the
+ * other, in order.
+ */
+
+/* Codex's numbers (../shared/reference/codex.md §5). */
+#define WARD_SESSIONS_DEFAULT_MAX 64
+#define WARD_SESSIONS_MAX 50000 /* hard cap on the store's size; ids span 1000-99999 */
+#define WARD_SESSION_ID_MIN 1000
+#define WARD_SESSION_ID_MAX 99999
+#define WARD_SESSION_PROTECTED_MRU 8 /* never evicted: the most recently used */
+#define WARD_SESSION_OUTPUT_MAX ((size_t)1 << 20) /* head+tail per session between calls */
+#define WARD_SESSION_PENDING_MAX 16 /* calls queued behind a running one, per session */
+#define WARD_SESSION_CMD_MAX ((size_t)1 << 20) /* bytes of a command line */
+#define WARD_SESSION_CHARS_MAX ((size_t)1 << 20) /* bytes of one write_stdin */
+
+#define WARD_EXEC_YIELD_DEFAULT_MS 10000
+#define WARD_EXEC_YIELD_MIN_MS 250
+#define WARD_EXEC_YIELD_MAX_MS 30000
+#define WARD_WRITE_YIELD_DEFAULT_MS 250
+#define WARD_POLL_YIELD_MIN_MS 5000
+#define WARD_POLL_YIELD_MAX_MS 300000
+#define WARD_MAX_OUTPUT_TOKENS_DEFAULT 10000
+#define WARD_MAX_OUTPUT_TOKENS_MAX 1000000
+/* After the command exited, how long a call still waits for its output to close (Codex: 50 ms). */
+#define WARD_SESSION_POST_EXIT_WAIT_MS 50
+
+struct ward__sessions;
+
+struct ward__sessions_config {
+	/* The template of every session's policy (copied; the call's workdir becomes its cwd). */
+	const struct ward_policy *policy;
+	/* The environment policy (inherit, excludes, sets; copied), or NULL for the defaults. */
+	const struct ward_run_options *env;
+	size_t max_sessions; /* 0: WARD_SESSIONS_DEFAULT_MAX */
+	const char *shell; /* default shell; NULL: $SHELL, else /bin/bash, else /bin/sh */
+	int login; /* default for `login`: 1 (bash -lc), 0 (-c); -1: 1 */
+};
+
+struct ward__exec_args {
+	const char *cmd; /* run as SHELL -lc CMD (or -c) */
+	const char *workdir; /* NULL: the store's cwd; relative: against it */
+	bool tty;
+	int64_t yield_ms; /* < 0: default */
+	int64_t max_output_tokens; /* < 0: default */
+	const char *shell; /* NULL: the store's */
+	int login; /* < 0: the store's default */
+	unsigned short rows, cols; /* tty size; 0: 24x80 */
+	bool unsandboxed; /* approved to run outside the sandbox (danger-full-access) */
+};
+
+struct ward__write_args {
+	int session_id;
+	const char *chars; /* may hold NULs; empty: a poll */
+	size_t len;
+	int64_t yield_ms;
+	int64_t max_output_tokens;
+};
+
+/* What a call returns: Codex's result fields, plus the denials seen during the call. */
+struct ward__session_reply {
+	char chunk_id[8]; /* six hex digits */
+	uint64_t wall_ns; /* this call's duration */
+	bool exited;
+	int exit_code; /* when exited */
+	int session_id; /* the session's id; 0 when a command exited before its first yield */
+	uint64_t original_token_count; /* ceil(bytes / 4) of the output since the previous call */
+	char *output; /* truncated to the token budget, NUL-terminated */
+	size_t output_len;
+	bool truncated;
+	struct ward__denial *denials; /* new in this call (owned) */
+	size_t n_denials;
+	size_t denials_dropped;
+	int denied; /* 1, 0, or -ENODATA (this host gives no exact answer) */
+	char *note; /* a line for the reader (setup error, fallback warning), or NULL */
+	bool killed; /* ended by kill_session */
+	/* Set when the call failed after it was accepted (the session ended under it): a tool error. */
+	char *error;
+};
+
+WARD_INTERNAL void ward__session_reply_free(struct ward__session_reply *r);
+/* The reply as text in Codex's layout ("Chunk ID: ...\nWall time: ..."). malloc()ed. */
+WARD_INTERNAL char *ward__session_reply_text(const struct ward__session_reply *r);
+/* The reply's structured form (chunk_id, wall_time_seconds, exit_code|session_id, ...). */
+WARD_INTERNAL json_t *ward__session_reply_json(const struct ward__session_reply *r);
+
+/*
+ * reply is the callee's (free it with ward__session_reply_free); NULL when
+ * memory ran out building it.
+ */
+typedef void (*ward__session_done_fn)(struct ward__session_reply *reply, void *userdata);
+/* Progress of a waiting call: elapsed and total milliseconds, output bytes so far. */
+typedef void (*ward__session_progress_fn)(uint64_t elapsed_ms, uint64_t total_ms, uint64_t bytes,
+					  void *userdata);
+
+WARD_INTERNAL int ward__sessions_new(struct ward__loop *l, const struct ward__sessions_config *c,
+				     struct ward__sessions **ret, struct ward_error *err);
+/* Kills every session; done callbacks of calls in flight are not called. Accepts NULL. */
+WARD_INTERNAL void ward__sessions_free(struct ward__sessions *s);
+
+/*
+ * Starts exec_command. Errors a model can act on (bad arguments, a full
+ * store, a command that could not be started) return -errno with err's
+ * message; otherwise done runs later (never from within this call).
+ * *ret_call identifies the call for cancellation and progress.
+ */
+WARD_INTERNAL int ward__sessions_exec(struct ward__sessions *s, const struct ward__exec_args *a,
+				      ward__session_done_fn done, void *userdata,
+				      uint64_t *ret_call, struct ward_error *err);
+/* Starts write_stdin (see ward__sessions_exec). -ENOENT: unknown session; -EPIPE: stdin closed. */
+WARD_INTERNAL int ward__sessions_write(struct ward__sessions *s, const struct ward__write_args *a,
+				       ward__session_done_fn done, void *userdata,
+				       uint64_t *ret_call, struct ward_error *err);
+/* Kills a session; done gets what it printed since the last call and its end. */
+WARD_INTERNAL int ward__sessions_kill(struct ward__sessions *s, int session_id,
+				      ward__session_done_fn done, void *userdata,
+				      uint64_t *ret_call, struct ward_error *err);
+/*
+ * Forgets a call: its done callback will not run. A session it started stays
+ * (as Codex keeps a process whose turn was interrupted); a kill still happens.
+ */
+WARD_INTERNAL void ward__sessions_cancel(struct ward__sessions *s, uint64_t call);
+/* Calls fn about every interval_ms while the call waits. */
+WARD_INTERNAL int ward__sessions_set_progress(struct ward__sessions *s, uint64_t call,
+					      uint64_t interval_ms, ward__session_progress_fn fn,
+					      void *userdata);
+/* The sessions as a JSON array of objects (id, command, workdir, tty, running, exit_code, ...). */
+WARD_INTERNAL json_t *ward__sessions_list(struct ward__sessions *s);
+WARD_INTERNAL size_t ward__sessions_count(const struct ward__sessions *s);
+WARD_INTERNAL size_t ward__sessions_calls_in_flight(const struct ward__sessions *s);
+
+/* Middle truncation to a token budget (4 bytes a token), on UTF-8 boundaries, Codex's marker. */
+WARD_INTERNAL char *ward__truncate_tokens(const char *s, size_t len, uint64_t max_tokens,
+					  size_t *ret_len, bool *ret_truncated);

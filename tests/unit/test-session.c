@@ -1,0 +1,942 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The event loop, asynchronous procs and interactive sessions (Codex's
+ * unified exec semantics): what the commands printed, how calls end, and
+ * what is left running afterwards.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "tap.h"
+
+#include "basic/cleanup.h"
+#include "basic/loop.h"
+#include "basic/util.h"
+#include "exec/proc.h"
+#include "policy/policy.h"
+#include "session/session.h"
+
+static char scratch[] = "/tmp/ward-test-session.XXXXXX";
+
+/* ------------------------------------------------------------ helpers */
+
+static struct ward_policy *scratch_policy(void)
+{
+	struct ward_policy *p;
+
+	ASSERT_OK(ward_policy_new(&p));
+	ASSERT_OK(ward_policy_set_cwd(p, scratch));
+	return p;
+}
+
+struct waiter {
+	bool done;
+	struct ward__session_reply *r;
+};
+
+static void on_done(struct ward__session_reply *r, void *userdata)
+{
+	struct waiter *w = userdata;
+
+	w->done = true;
+	w->r = r;
+}
+
+/* Runs the loop until w is done, at most max_ms. */
+static void wait_for(struct ward__loop *l, struct waiter *w, unsigned max_ms)
+{
+	uint64_t deadline = ward__now_ms() + max_ms;
+
+	while (!w->done && ward__now_ms() < deadline)
+		ASSERT_OK(ward__loop_iterate(l, 50));
+	ASSERT_TRUE(w->done);
+	ASSERT_TRUE(w->r != NULL);
+}
+
+static struct ward__sessions *new_store(struct ward__loop *l, size_t max)
+{
+	struct ward__sessions_config c = {.policy = NULL, .max_sessions = max, .login = 0};
+	struct ward__sessions *s;
+	struct ward_error e = {0};
+
+	c.policy = scratch_policy();
+	c.shell = "/bin/sh";
+	if (ward__sessions_new(l, &c, &s, &e) < 0)
+		tap_fail(__FILE__, __LINE__, "sessions_new: %s", e.message);
+	ward_policy_free((struct ward_policy *)c.policy);
+	return s;
+}
+
+static struct ward__session_reply *exec_sync(struct ward__loop *l, struct ward__sessions *s,
+					     const char *cmd, bool tty, int64_t yield_ms)
+{
+	struct ward__exec_args a = {
+		.cmd = cmd, .tty = tty, .yield_ms = yield_ms, .max_output_tokens = -1, .login = -1};
+	struct waiter w = {0};
+	struct ward_error e = {0};
+
+	if (ward__sessions_exec(s, &a, on_done, &w, NULL, &e) < 0)
+		tap_fail(__FILE__, __LINE__, "exec '%s': %s", cmd, e.message);
+	wait_for(l, &w, 40000);
+	return w.r;
+}
+
+static struct ward__session_reply *write_sync(struct ward__loop *l, struct ward__sessions *s,
+					      int id, const char *chars, int64_t yield_ms)
+{
+	struct ward__write_args a = {.session_id = id,
+				     .chars = chars,
+				     .len = strlen(chars),
+				     .yield_ms = yield_ms,
+				     .max_output_tokens = -1};
+	struct waiter w = {0};
+	struct ward_error e = {0};
+
+	if (ward__sessions_write(s, &a, on_done, &w, NULL, &e) < 0)
+		tap_fail(__FILE__, __LINE__, "write %d: %s", id, e.message);
+	wait_for(l, &w, 400000);
+	return w.r;
+}
+
+/* Polls until the reply contains needle or the session ends; returns everything seen. */
+static char *poll_until(struct ward__loop *l, struct ward__sessions *s, int id, const char *needle,
+			bool *ret_exited, int *ret_code)
+{
+	struct ward__buf all;
+
+	ward__buf_init(&all, 1 << 22);
+	for (int i = 0; i < 20; i++) {
+		struct ward__session_reply *r = write_sync(l, s, id, "", 5000);
+		bool exited = r->exited;
+
+		ward__buf_append(&all, r->output, r->output_len);
+		if (exited && ret_code)
+			*ret_code = r->exit_code;
+		ward__session_reply_free(r);
+		if (exited) {
+			if (ret_exited)
+				*ret_exited = true;
+			break;
+		}
+		if (all.data && strstr((char *)all.data, needle))
+			break;
+	}
+	ward__buf_append_byte(&all, 0);
+	return (char *)ward__buf_steal(&all, NULL);
+}
+
+/* Whether a process whose command line contains marker exists on the host. */
+static bool host_has_process(const char *marker)
+{
+	DIR *d = opendir("/proc");
+	struct dirent *de;
+	bool found = false;
+
+	ASSERT_TRUE(d != NULL);
+	while (!found && (de = readdir(d))) {
+		char path[64], buf[4096];
+		ssize_t n;
+		_cleanup_close_ int fd = -1;
+
+		if (de->d_name[0] < '0' || de->d_name[0] > '9')
+			continue;
+		snprintf(path, sizeof(path), "/proc/%.16s/cmdline", de->d_name);
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			continue;
+		n = read(fd, buf, sizeof(buf) - 1);
+		if (n <= 0)
+			continue;
+		for (ssize_t i = 0; i < n; i++)
+			if (buf[i] == '\0')
+				buf[i] = ' ';
+		buf[n] = '\0';
+		if (strstr(buf, marker) && !strstr(buf, "test-session"))
+			found = true;
+	}
+	closedir(d);
+	return found;
+}
+
+/* Waits up to 5 s for every process carrying marker to be gone. */
+static bool host_process_gone(struct ward__loop *l, const char *marker)
+{
+	for (int i = 0; i < 100; i++) {
+		if (!host_has_process(marker))
+			return true;
+		ward__loop_iterate(l, 50);
+	}
+	return false;
+}
+
+/* ------------------------------------------------------------ loop */
+
+static int order[8];
+static int n_order;
+
+static void record(struct ward__loop *l, void *userdata)
+{
+	order[n_order++] = (int)(intptr_t)userdata;
+}
+
+static uint64_t cancel_me;
+
+static void cancel_other(struct ward__loop *l, void *userdata)
+{
+	order[n_order++] = (int)(intptr_t)userdata;
+	ward__loop_del_timer(l, cancel_me);
+}
+
+TEST(loop_timers_fire_in_deadline_order_and_cancel_works)
+{
+	struct ward__loop *l;
+	uint64_t now = ward__now_ns(), dead;
+
+	ASSERT_OK(ward__loop_new(&l));
+	ASSERT_OK(ward__loop_add_timer(l, now + 30000000, record, (void *)3, NULL));
+	ASSERT_OK(ward__loop_add_timer(l, now + 10000000, record, (void *)1, NULL));
+	ASSERT_OK(ward__loop_add_timer(l, now + 20000000, cancel_other, (void *)2, NULL));
+	ASSERT_OK(ward__loop_add_timer(l, now + 25000000, record, (void *)9, &cancel_me));
+	ASSERT_OK(ward__loop_add_timer(l, now + 1000000000, record, (void *)7, &dead));
+	ward__loop_del_timer(l, dead);
+	while (n_order < 3)
+		ASSERT_OK(ward__loop_iterate(l, 100));
+	ASSERT_EQ(order[0], 1);
+	ASSERT_EQ(order[1], 2);
+	ASSERT_EQ(order[2], 3);
+	/* A stale handle is ignored. */
+	ward__loop_del_timer(l, cancel_me);
+	ward__loop_free(l);
+}
+
+static void count_io(struct ward__loop *l, int fd, uint32_t events, void *userdata)
+{
+	char buf[16];
+	ssize_t n = read(fd, buf, sizeof(buf));
+
+	(void)n;
+	(*(int *)userdata)++;
+}
+
+TEST(loop_io_removed_in_the_same_batch_is_not_dispatched)
+{
+	struct ward__loop *l;
+	int a[2], b[2], hits = 0;
+	uint64_t ida, idb;
+
+	ASSERT_OK(ward__loop_new(&l));
+	ASSERT_OK(pipe2(a, O_CLOEXEC | O_NONBLOCK));
+	ASSERT_OK(pipe2(b, O_CLOEXEC | O_NONBLOCK));
+	ASSERT_OK(ward__loop_add_io(l, a[0], EPOLLIN, count_io, &hits, &ida));
+	ASSERT_OK(ward__loop_add_io(l, b[0], EPOLLIN, count_io, &hits, &idb));
+	ASSERT_EQ(ward__loop_add_io(l, a[0], EPOLLIN, count_io, &hits, NULL), -EEXIST);
+	ASSERT_EQ(write(a[1], "x", 1), 1);
+	ASSERT_OK(ward__loop_iterate(l, 100));
+	ASSERT_EQ(hits, 1);
+	ward__loop_del_io(l, ida);
+	ward__loop_del_io(l, ida);
+	ASSERT_EQ(write(a[1], "x", 1), 1);
+	ASSERT_OK(ward__loop_iterate(l, 50));
+	ASSERT_EQ(hits, 1);
+	ward__loop_del_io(l, idb);
+	ward__loop_free(l);
+}
+
+/* ------------------------------------------------------------ procs */
+
+struct pstate {
+	struct ward__buf out;
+	bool exited, closed;
+};
+
+static void p_output(struct ward__proc *p, enum ward__proc_stream s, const uint8_t *d, size_t n,
+		     void *ud)
+{
+	ward__buf_append(&((struct pstate *)ud)->out, d, n);
+}
+
+static void p_exited(struct ward__proc *p, void *ud)
+{
+	((struct pstate *)ud)->exited = true;
+}
+
+static void p_closed(struct ward__proc *p, void *ud)
+{
+	((struct pstate *)ud)->closed = true;
+}
+
+static const struct ward__proc_ops pops = {p_output, p_exited, p_closed};
+
+static struct ward__proc *start_proc(struct ward__loop *l, struct ward_policy *pol,
+				     struct pstate *st, const char *cmd, bool tty, bool stdin_pipe,
+				     uint64_t timeout_ms)
+{
+	char *argv[] = {(char *)"/bin/sh", (char *)"-c", (char *)cmd, NULL};
+	struct ward__proc_spec spec = {.policy = pol,
+				       .argv = argv,
+				       .tty = tty,
+				       .stdin_pipe = stdin_pipe,
+				       .timeout_ms = timeout_ms};
+	struct ward__proc *p;
+	struct ward_error e = {0};
+
+	ward__buf_init(&st->out, 1 << 24);
+	if (ward__proc_start(l, &spec, &pops, st, &p, &e) < 0)
+		tap_fail(__FILE__, __LINE__, "proc_start: %s", e.message);
+	return p;
+}
+
+static void run_until_closed(struct ward__loop *l, struct pstate *st)
+{
+	uint64_t deadline = ward__now_ms() + 20000;
+
+	while (!st->closed && ward__now_ms() < deadline)
+		ASSERT_OK(ward__loop_iterate(l, 50));
+	ASSERT_TRUE(st->closed);
+	ward__buf_append_byte(&st->out, 0);
+}
+
+TEST(proc_pipes_output_status_and_stdin)
+{
+	struct ward__loop *l;
+	struct ward_policy *pol = scratch_policy();
+	struct pstate st = {0};
+	struct ward__proc *p;
+
+	ASSERT_OK(ward_policy_resolve(pol, NULL));
+	ASSERT_OK(ward__loop_new(&l));
+	p = start_proc(l, pol, &st, "read x; echo got:$x; echo err >&2; exit 3", false, true, 0);
+	ASSERT_OK(ward__proc_write(p, "hello\n", 6));
+	ward__proc_close_stdin(p);
+	run_until_closed(l, &st);
+	ASSERT_TRUE(st.exited);
+	ASSERT_EQ(ward__proc_exit_code(p), 3);
+	ASSERT_CONTAINS((char *)st.out.data, "got:hello");
+	ASSERT_CONTAINS((char *)st.out.data, "err");
+	ASSERT_EQ(ward__proc_write(p, "x", 1), -EPIPE);
+	ward__proc_free(p);
+	ward__buf_release(&st.out);
+	ward__loop_free(l);
+	ward_policy_free(pol);
+}
+
+TEST(proc_tty_is_a_terminal_and_times_out)
+{
+	struct ward__loop *l;
+	struct ward_policy *pol = scratch_policy();
+	struct pstate st = {0}, st2 = {0};
+	struct ward__proc *p, *q;
+
+	ASSERT_OK(ward_policy_resolve(pol, NULL));
+	ASSERT_OK(ward__loop_new(&l));
+	p = start_proc(l, pol, &st, "test -t 0 && test -t 1 && stty size", true, false, 0);
+	run_until_closed(l, &st);
+	ASSERT_EQ(ward__proc_exit_code(p), 0);
+	ASSERT_CONTAINS((char *)st.out.data, "24 80");
+	q = start_proc(l, pol, &st2, "echo before; sleep 100", false, false, 300);
+	run_until_closed(l, &st2);
+	ASSERT_TRUE(ward__proc_timed_out(q));
+	ASSERT_EQ(ward__proc_exit_code(q), 124);
+	ASSERT_CONTAINS((char *)st2.out.data, "before");
+	ward__proc_free(p);
+	ward__proc_free(q);
+	ward__buf_release(&st.out);
+	ward__buf_release(&st2.out);
+	ward__loop_free(l);
+	ward_policy_free(pol);
+}
+
+TEST(proc_free_while_running_leaves_nothing)
+{
+	struct ward__loop *l;
+	struct ward_policy *pol = scratch_policy();
+	struct pstate st = {0};
+	struct ward__proc *p;
+
+	ASSERT_OK(ward_policy_resolve(pol, NULL));
+	ASSERT_OK(ward__loop_new(&l));
+	p = start_proc(l, pol, &st, "sleep 1000.4242 & sleep 1000.4242", false, false, 0);
+	for (int i = 0; i < 40 && !host_has_process("sleep 1000.4242"); i++)
+		ward__loop_iterate(l, 50);
+	ASSERT_TRUE(host_has_process("sleep 1000.4242"));
+	ward__proc_free(p);
+	ASSERT_TRUE(host_process_gone(l, "sleep 1000.4242"));
+	/* The sandbox's init was reaped by the loop, not left as a zombie. */
+	for (int i = 0; i < 100 && ward__loop_reaping(l) > 0; i++)
+		ward__loop_iterate(l, 50);
+	ASSERT_EQ(ward__loop_reaping(l), 0);
+	ward__buf_release(&st.out);
+	ward__loop_free(l);
+	ward_policy_free(pol);
+}
+
+/* ------------------------------------------------------------ sessions */
+
+TEST(exec_command_returns_at_exit_not_at_the_end_of_the_window)
+{
+	struct ward__loop *l;
+	struct ward__sessions *s;
+	struct ward__session_reply *r;
+	char *text;
+
+	ASSERT_OK(ward__loop_new(&l));
+	s = new_store(l, 0);
+	r = exec_sync(l, s, "echo hello; exit 7", false, 30000);
+	ASSERT_TRUE(r->exited);
+	ASSERT_EQ(r->exit_code, 7);
+	ASSERT_EQ(r->session_id, 0);
+	ASSERT_STREQ(r->output, "hello\n");
+	/* Well before the 30 s window: the call ended with the command. */
+	ASSERT_TRUE(r->wall_ns < 20ULL * 1000000000);
+	ASSERT_EQ(r->original_token_count, 2);
+	ASSERT_EQ(strlen(r->chunk_id), 6);
+	text = ward__session_reply_text(r);
+	ASSERT_CONTAINS(text, "Chunk ID: ");
+	ASSERT_CONTAINS(text, "\nWall time: ");
+	ASSERT_CONTAINS(
+		text,
+		" seconds\nProcess exited with code 7\nOriginal token count: 2\nOutput:\nhello\n");
+	free(text);
+	ward__session_reply_free(r);
+	ASSERT_EQ(ward__sessions_count(s), 0);
+	ward__sessions_free(s);
+	ward__loop_free(l);
+}
+
+TEST(long_command_gets_a_session_and_its_later_output_through_polls)
+{
+	struct ward__loop *l;
+	struct ward__sessions *s;
+	struct ward__session_reply *r;
+	bool exited = false;
+	int code = -1, id;
+	char *rest, *text;
+
+	ASSERT_OK(ward__loop_new(&l));
+	s = new_store(l, 0);
+	r = exec_sync(l, s, "echo start; sleep 1; echo end", false, 250);
+	ASSERT_FALSE(r->exited);
+	ASSERT_GE(r->session_id, WARD_SESSION_ID_MIN);
+	ASSERT_LE(r->session_id, WARD_SESSION_ID_MAX);
+	ASSERT_STREQ(r->output, "start\n");
+	text = ward__session_reply_text(r);
+	id = r->session_id;
+	{
+		char want[64];
+
+		snprintf(want, sizeof(want), "Process running with session ID %d\n", id);
+		ASSERT_CONTAINS(text, want);
+	}
+	free(text);
+	ward__session_reply_free(r);
+	ASSERT_EQ(ward__sessions_count(s), 1);
+	rest = poll_until(l, s, id, "end", &exited, &code);
+	ASSERT_CONTAINS(rest, "end\n");
+	if (!exited)
+		free(poll_until(l, s, id, "\x01", &exited, &code));
+	ASSERT_TRUE(exited);
+	ASSERT_EQ(code, 0);
+	free(rest);
+	/* The exit was reported: the session is gone. */
+	{
+		struct ward__write_args a = {
+			.session_id = id, .chars = "", .yield_ms = -1, .max_output_tokens = -1};
+		struct ward_error e = {0};
+
+		ASSERT_EQ(ward__sessions_write(s, &a, on_done, NULL, NULL, &e), -ENOENT);
+		ASSERT_CONTAINS(e.message, "Unknown process id");
+	}
+	ward__sessions_free(s);
+	ward__loop_free(l);
+}
+
+TEST(tty_session_drives_python_repl)
+{
+	struct ward__loop *l;
+	struct ward__sessions *s;
+	struct ward__session_reply *r;
+	char *out;
+	int id;
+
+	if (access("/usr/bin/python3", X_OK) < 0)
+		SKIP("no python3");
+	ASSERT_OK(ward__loop_new(&l));
+	s = new_store(l, 0);
+	r = exec_sync(l, s, "python3 -q -i", true, 2000);
+	ASSERT_FALSE(r->exited);
+	id = r->session_id;
+	out = strdup(r->output);
+	ward__session_reply_free(r);
+	if (!strstr(out, ">>> ")) {
+		free(out);
+		out = poll_until(l, s, id, ">>> ", NULL, NULL);
+	}
+	ASSERT_CONTAINS(out, ">>> ");
+	free(out);
+	r = write_sync(l, s, id, "print(6*7)\n", 2000);
+	out = strdup(r->output);
+	ward__session_reply_free(r);
+	if (!strstr(out, "42")) {
+		free(out);
+		out = poll_until(l, s, id, "42", NULL, NULL);
+	}
+	ASSERT_CONTAINS(out, "42");
+	free(out);
+	r = write_sync(l, s, id, "exit(5)\n", 3000);
+	if (!r->exited) {
+		bool exited = false;
+		int code = -1;
+
+		ward__session_reply_free(r);
+		free(poll_until(l, s, id, "\x01", &exited, &code));
+		ASSERT_TRUE(exited);
+		ASSERT_EQ(code, 5);
+	} else {
+		ASSERT_EQ(r->exit_code, 5);
+		ward__session_reply_free(r);
+	}
+	ward__sessions_free(s);
+	ward__loop_free(l);
+}
+
+TEST(tty_session_drives_interactive_bash)
+{
+	struct ward__loop *l;
+	struct ward__sessions *s;
+	struct ward__session_reply *r;
+	char *out;
+	int id;
+
+	if (access("/bin/bash", X_OK) < 0)
+		SKIP("no bash");
+	ASSERT_OK(ward__loop_new(&l));
+	s = new_store(l, 0);
+	r = exec_sync(l, s, "PS1='ward$ ' exec bash --norc --noprofile -i", true, 1000);
+	ASSERT_FALSE(r->exited);
+	id = r->session_id;
+	ward__session_reply_free(r);
+	r = write_sync(l, s, id, "X=$((40+2)); echo value=$X\n", 2000);
+	out = strdup(r->output);
+	ward__session_reply_free(r);
+	if (!strstr(out, "value=42")) {
+		free(out);
+		out = poll_until(l, s, id, "value=42", NULL, NULL);
+	}
+	ASSERT_CONTAINS(out, "value=42");
+	free(out);
+	/* State persists between calls: the same shell. */
+	r = write_sync(l, s, id, "echo again=$X\n", 2000);
+	out = strdup(r->output);
+	ward__session_reply_free(r);
+	if (!strstr(out, "again=42")) {
+		free(out);
+		out = poll_until(l, s, id, "again=42", NULL, NULL);
+	}
+	ASSERT_CONTAINS(out, "again=42");
+	free(out);
+	ward__sessions_free(s);
+	ward__loop_free(l);
+}
+
+static void interrupt_case(bool tty)
+{
+	struct ward__loop *l;
+	struct ward__sessions *s;
+	struct ward__session_reply *r;
+	bool exited = false;
+	int code = -1, id;
+
+	ASSERT_OK(ward__loop_new(&l));
+	s = new_store(l, 0);
+	r = exec_sync(l, s, "exec sleep 100", tty, 300);
+	ASSERT_FALSE(r->exited);
+	id = r->session_id;
+	ward__session_reply_free(r);
+	r = write_sync(l, s, id, "\x03", 3000);
+	exited = r->exited;
+	code = r->exit_code;
+	ward__session_reply_free(r);
+	if (!exited)
+		free(poll_until(l, s, id, "\x01", &exited, &code));
+	ASSERT_TRUE(exited);
+	ASSERT_EQ(code, 130);
+	ward__sessions_free(s);
+	ward__loop_free(l);
+}
+
+TEST(ctrl_c_interrupts_a_pipe_session)
+{
+	interrupt_case(false);
+}
+
+TEST(ctrl_c_interrupts_a_tty_session)
+{
+	interrupt_case(true);
+}
+
+TEST(writing_to_a_pipe_session_is_a_clear_error)
+{
+	struct ward__loop *l;
+	struct ward__sessions *s;
+	struct ward__session_reply *r;
+	struct ward__write_args a = {
+		.chars = "hi\n", .len = 3, .yield_ms = -1, .max_output_tokens = -1};
+	struct ward_error e = {0};
+
+	ASSERT_OK(ward__loop_new(&l));
+	s = new_store(l, 0);
+	r = exec_sync(l, s, "sleep 100", false, 250);
+	a.session_id = r->session_id;
+	ward__session_reply_free(r);
+	ASSERT_EQ(ward__sessions_write(s, &a, on_done, NULL, NULL, &e), -EPIPE);
+	ASSERT_CONTAINS(e.message, "stdin is closed for this session");
+	a.session_id = 999999;
+	ASSERT_EQ(ward__sessions_write(s, &a, on_done, NULL, NULL, &e), -ENOENT);
+	ASSERT_STREQ(e.message, "Unknown process id 999999");
+	ward__sessions_free(s);
+	ward__loop_free(l);
+}
+
+TEST(output_is_middle_truncated_to_the_token_budget)
+{
+	struct ward__loop *l;
+	struct ward__sessions *s;
+	struct ward__exec_args a = {
+		.cmd = "seq 1 100000", .yield_ms = 20000, .max_output_tokens = 100, .login = -1};
+	struct waiter w = {0};
+	char *tail;
+
+	ASSERT_OK(ward__loop_new(&l));
+	s = new_store(l, 0);
+	ASSERT_OK(ward__sessions_exec(s, &a, on_done, &w, NULL, NULL));
+	wait_for(l, &w, 30000);
+	ASSERT_TRUE(w.r->exited);
+	ASSERT_TRUE(w.r->truncated);
+	/* 588895 bytes of output, counted as Codex counts: ceil(bytes / 4). */
+	ASSERT_EQ(w.r->original_token_count, (588895 + 3) / 4);
+	ASSERT_TRUE(strncmp(w.r->output, "1\n2\n3\n", 6) == 0);
+	ASSERT_CONTAINS(w.r->output, " tokens truncated\xe2\x80\xa6");
+	tail = w.r->output + w.r->output_len - 7;
+	ASSERT_STREQ(tail, "100000\n");
+	ASSERT_LE(w.r->output_len, 400 + 40);
+	ward__session_reply_free(w.r);
+	ward__sessions_free(s);
+	ward__loop_free(l);
+}
+
+TEST(a_flood_between_polls_keeps_head_and_tail_of_one_mib)
+{
+	struct ward__loop *l;
+	struct ward__sessions *s;
+	struct ward__session_reply *r;
+	int id;
+	struct ward__write_args a = {
+		.chars = "", .yield_ms = 5000, .max_output_tokens = WARD_MAX_OUTPUT_TOKENS_MAX};
+	struct waiter w = {0};
+
+	ASSERT_OK(ward__loop_new(&l));
+	s = new_store(l, 0);
+	r = exec_sync(
+		l, s,
+		"sleep 0.5; head -c 3000000 /dev/zero | tr '\\0' a; echo; echo END; sleep 100",
+		false, 250);
+	id = r->session_id;
+	ward__session_reply_free(r);
+	a.session_id = id;
+	/* Let the flood happen with nobody asking. */
+	for (int i = 0; i < 60; i++)
+		ward__loop_iterate(l, 50);
+	ASSERT_OK(ward__sessions_write(s, &a, on_done, &w, NULL, NULL));
+	wait_for(l, &w, 10000);
+	ASSERT_CONTAINS(w.r->output, "bytes omitted ...");
+	ASSERT_CONTAINS(w.r->output, "END\n");
+	ASSERT_LE(w.r->output_len, WARD_SESSION_OUTPUT_MAX + 128);
+	ASSERT_GE(w.r->original_token_count, 3000000 / 4);
+	ward__session_reply_free(w.r);
+	ward__sessions_free(s);
+	ward__loop_free(l);
+}
+
+static void on_kill_done(struct ward__session_reply *r, void *userdata)
+{
+	on_done(r, userdata);
+}
+
+TEST(kill_session_leaves_nothing_running)
+{
+	struct ward__loop *l;
+	struct ward__sessions *s;
+	struct ward__session_reply *r;
+	struct waiter w = {0};
+	int id;
+
+	ASSERT_OK(ward__loop_new(&l));
+	s = new_store(l, 0);
+	r = exec_sync(l, s, "(sleep 1000.4343 &); sleep 1000.4343", false, 500);
+	id = r->session_id;
+	ward__session_reply_free(r);
+	ASSERT_TRUE(host_has_process("sleep 1000.4343"));
+	ASSERT_OK(ward__sessions_kill(s, id, on_kill_done, &w, NULL, NULL));
+	wait_for(l, &w, 10000);
+	ASSERT_TRUE(w.r->exited);
+	ASSERT_TRUE(w.r->killed);
+	ASSERT_EQ(w.r->exit_code, 128 + SIGKILL);
+	ward__session_reply_free(w.r);
+	ASSERT_TRUE(host_process_gone(l, "sleep 1000.4343"));
+	ASSERT_EQ(ward__sessions_count(s), 0);
+	ward__sessions_free(s);
+	ward__loop_free(l);
+}
+
+TEST(closing_the_store_kills_every_session)
+{
+	struct ward__loop *l;
+	struct ward__sessions *s;
+
+	ASSERT_OK(ward__loop_new(&l));
+	s = new_store(l, 0);
+	for (int i = 0; i < 3; i++)
+		ward__session_reply_free(exec_sync(l, s, "sleep 1000.4444", i == 1, 250));
+	ASSERT_TRUE(host_has_process("sleep 1000.4444"));
+	ward__sessions_free(s);
+	ASSERT_TRUE(host_process_gone(l, "sleep 1000.4444"));
+	ward__loop_free(l);
+}
+
+TEST(pruning_prefers_exited_sessions_and_spares_the_recent_ones)
+{
+	struct ward__loop *l;
+	struct ward__sessions *s;
+	int ids[10];
+	json_t *list;
+	struct ward__session_reply *r;
+
+	ASSERT_OK(ward__loop_new(&l));
+	s = new_store(l, 10);
+	/* Session 0 exits soon (but its exit is not collected); the others run. */
+	for (int i = 0; i < 10; i++) {
+		r = exec_sync(l, s, i == 0 ? "sleep 0.3" : "sleep 100", false, 250);
+		ids[i] = r->session_id;
+		ASSERT_FALSE(r->exited);
+		ward__session_reply_free(r);
+	}
+	for (int i = 0; i < 20; i++)
+		ward__loop_iterate(l, 50);
+	/* Full: the exited one goes first, although sessions 1.. are older in use than... */
+	r = exec_sync(l, s, "sleep 100", false, 250);
+	ward__session_reply_free(r);
+	list = ward__sessions_list(s);
+	ASSERT_EQ(json_array_size(list), 10);
+	{
+		char *dump = json_dumps(list, 0);
+		char want[32];
+
+		snprintf(want, sizeof(want), "\"session_id\": %d,", ids[0]);
+		ASSERT_TRUE(strstr(dump, want) == NULL);
+		snprintf(want, sizeof(want), "\"session_id\": %d,", ids[1]);
+		ASSERT_CONTAINS(dump, want);
+		free(dump);
+	}
+	json_decref(list);
+	/* Then the least recently used live one (ids[1]), never one of the 8 most recent. */
+	r = exec_sync(l, s, "sleep 100", false, 250);
+	ward__session_reply_free(r);
+	list = ward__sessions_list(s);
+	{
+		char *dump = json_dumps(list, 0);
+		char want[32];
+
+		snprintf(want, sizeof(want), "\"session_id\": %d,", ids[1]);
+		ASSERT_TRUE(strstr(dump, want) == NULL);
+		snprintf(want, sizeof(want), "\"session_id\": %d,", ids[2]);
+		ASSERT_CONTAINS(dump, want);
+		free(dump);
+	}
+	json_decref(list);
+	ward__sessions_free(s);
+	ward__loop_free(l);
+}
+
+struct many {
+	int done;
+	int ok;
+};
+
+static void many_done(struct ward__session_reply *r, void *userdata)
+{
+	struct many *m = userdata;
+
+	m->done++;
+	if (r && r->exited && r->exit_code == 0 && strstr(r->output, "done"))
+		m->ok++;
+	ward__session_reply_free(r);
+}
+
+TEST_TIMEOUT(fifty_calls_in_flight_on_different_sessions, 120)
+{
+	struct ward__loop *l;
+	struct ward__sessions *s;
+	struct many m = {0};
+	int ids[50];
+	uint64_t deadline;
+
+	ASSERT_OK(ward__loop_new(&l));
+	s = new_store(l, 64);
+	for (int i = 0; i < 50; i++) {
+		struct ward__session_reply *r = exec_sync(
+			l, s, "while [ ! -e go ]; do sleep 0.05; done; echo done", false, 250);
+
+		ASSERT_FALSE(r->exited);
+		ids[i] = r->session_id;
+		ward__session_reply_free(r);
+	}
+	for (int i = 0; i < 50; i++) {
+		struct ward__write_args a = {.session_id = ids[i],
+					     .chars = "",
+					     .yield_ms = 30000,
+					     .max_output_tokens = -1};
+
+		ASSERT_OK(ward__sessions_write(s, &a, many_done, &m, NULL, NULL));
+	}
+	ASSERT_EQ(ward__sessions_calls_in_flight(s), 50);
+	/* All 50 wait at once; then they are released together. */
+	for (int i = 0; i < 10; i++)
+		ASSERT_OK(ward__loop_iterate(l, 20));
+	ASSERT_EQ(m.done, 0);
+	{
+		char go[256];
+		int fd;
+
+		snprintf(go, sizeof(go), "%s/go", scratch);
+		fd = open(go, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+		ASSERT_TRUE(fd >= 0);
+		close(fd);
+	}
+	deadline = ward__now_ms() + 60000;
+	while (m.done < 50 && ward__now_ms() < deadline)
+		ASSERT_OK(ward__loop_iterate(l, 100));
+	ASSERT_EQ(m.done, 50);
+	ASSERT_EQ(m.ok, 50);
+	ASSERT_EQ(ward__sessions_count(s), 0);
+	ward__sessions_free(s);
+	ward__loop_free(l);
+}
+
+TEST(quiet_environment_and_own_sandbox)
+{
+	struct ward__loop *l;
+	struct ward__sessions *s;
+	struct ward__session_reply *r;
+
+	ASSERT_OK(ward__loop_new(&l));
+	s = new_store(l, 0);
+	r = exec_sync(l, s, "echo $NO_COLOR:$TERM:$PAGER:$GIT_PAGER:$LC_ALL", false, 5000);
+	ASSERT_STREQ(r->output, "1:dumb:cat:cat:C.UTF-8\n");
+	ward__session_reply_free(r);
+	ward__sessions_free(s);
+
+	/*
+	 * A write the host would allow but the policy does not: a sibling of the
+	 * workspace, with /tmp and $TMPDIR not writable roots.
+	 */
+	{
+		struct ward__sessions_config c = {
+			.max_sessions = 0, .shell = "/bin/sh", .login = 0};
+		struct ward_policy *p;
+		char ws[256], outside[256], cmd[512];
+
+		snprintf(ws, sizeof(ws), "%s/ws", scratch);
+		snprintf(outside, sizeof(outside), "%s/outside", scratch);
+		ASSERT_OK(mkdir(ws, 0755));
+		ASSERT_OK(mkdir(outside, 0755));
+		ASSERT_OK(ward_policy_new(&p));
+		ASSERT_OK(ward_policy_set_cwd(p, ws));
+		ASSERT_OK(ward_policy_set_exclude_slash_tmp(p, true));
+		ASSERT_OK(ward_policy_set_exclude_tmpdir_env_var(p, true));
+		c.policy = p;
+		ASSERT_OK(ward__sessions_new(l, &c, &s, NULL));
+		ward_policy_free(p);
+		snprintf(cmd, sizeof(cmd),
+			 "touch %s/probe 2>/dev/null; echo rc=$?; touch inside; echo ok", outside);
+		r = exec_sync(l, s, cmd, false, 5000);
+		ASSERT_STREQ(r->output, "rc=1\nok\n");
+		snprintf(cmd, sizeof(cmd), "%s/probe", outside);
+		ASSERT_TRUE(access(cmd, F_OK) < 0);
+		snprintf(cmd, sizeof(cmd), "%s/inside", ws);
+		ASSERT_TRUE(access(cmd, F_OK) == 0);
+		if (r->denied >= 0) {
+			ASSERT_EQ(r->denied, 1);
+			ASSERT_GE(r->n_denials, 1);
+			snprintf(cmd, sizeof(cmd), "%s/probe", outside);
+			ASSERT_STREQ(r->denials[0].target, cmd);
+		} else if (getenv("WARD_MUST_WORK") && strcmp(getenv("WARD_MUST_WORK"), "1") == 0) {
+			tap_fail(__FILE__, __LINE__, "denials unavailable on this host");
+		}
+		ward__session_reply_free(r);
+		ward__sessions_free(s);
+	}
+	ward__loop_free(l);
+}
+
+TEST(cancelled_call_keeps_its_session)
+{
+	struct ward__loop *l;
+	struct ward__sessions *s;
+	struct ward__exec_args a = {
+		.cmd = "sleep 100", .yield_ms = 1000, .max_output_tokens = -1, .login = -1};
+	struct waiter w = {0};
+	uint64_t call;
+
+	ASSERT_OK(ward__loop_new(&l));
+	s = new_store(l, 0);
+	ASSERT_OK(ward__sessions_exec(s, &a, on_done, &w, &call, NULL));
+	ward__sessions_cancel(s, call);
+	for (int i = 0; i < 30; i++)
+		ward__loop_iterate(l, 50);
+	ASSERT_FALSE(w.done);
+	ASSERT_EQ(ward__sessions_count(s), 1);
+	ASSERT_EQ(ward__sessions_calls_in_flight(s), 0);
+	ward__sessions_free(s);
+	ward__loop_free(l);
+}
+
+TEST(truncation_keeps_utf8_sequences_whole)
+{
+	const char *s = "\xf0\x9f\x98\x80\xf0\x9f\x98\x80\xf0\x9f\x98\x80\xf0\x9f\x98\x80"
+			"\xf0\x9f\x98\x80\xf0\x9f\x98\x80\xf0\x9f\x98\x80\xf0\x9f\x98\x80"
+			"\xf0\x9f\x98\x80\xf0\x9f\x98\x80\nsecond line with text\n";
+	size_t len;
+	bool t;
+	char *out = ward__truncate_tokens(s, strlen(s), 8, &len, &t);
+
+	ASSERT_TRUE(t);
+	ASSERT_STREQ(out,
+		     "\xf0\x9f\x98\x80\xf0\x9f\x98\x80\xf0\x9f\x98\x80\xf0\x9f\x98\x80"
+		     "\xe2\x80\xa6"
+		     "8 tokens truncated\xe2\x80\xa6 line with text\n");
+	free(out);
+	out = ward__truncate_tokens("abcdef", 6, 0, &len, &t);
+	ASSERT_STREQ(out,
+		     "\xe2\x80\xa6"
+		     "2 tokens truncated\xe2\x80\xa6");
+	free(out);
+	out = ward__truncate_tokens("short", 5, 100, &len, &t);
+	ASSERT_FALSE(t);
+	ASSERT_STREQ(out, "short");
+	free(out);
+}
+
+int main(void)
+{
+	signal(SIGPIPE, SIG_IGN);
+	return tap_main_in_scratch(scratch);
+}
