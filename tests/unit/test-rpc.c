@@ -14,6 +14,7 @@
 
 #include "basic/buf.h"
 #include "rpc/jsonrpc.h"
+#include "rpc/http.h"
 #include "rpc/lines.h"
 
 /* ------------------------------------------------------------------ helpers */
@@ -908,6 +909,467 @@ TEST(lines_memory_is_bounded)
 	ASSERT_EQ(line.len, 4);
 	free(chunk);
 	ward__lines_release(&l);
+}
+
+/* ------------------------------------------------------------------ http */
+
+/* What python3-websockets 10.4 sends (plus a token), and a first frame right behind it. */
+static const char py_request[] =
+	"GET /?x=1 HTTP/1.1\r\n"
+	"Host: 127.0.0.1:4242\r\n"
+	"Upgrade: websocket\r\n"
+	"Connection: Upgrade\r\n"
+	"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
+	"Sec-WebSocket-Version: 13\r\n"
+	"Sec-WebSocket-Extensions: permessage-deflate; client_max_window_bits\r\n"
+	"User-Agent: Python/3.11 websockets/10.4\r\n"
+	"Authorization: Bearer s3cr3t-T0ken_~+/==\r\n"
+	"\r\n"
+	"\x81\x85";
+
+static int feed_str(struct ward__http_parser *p, const char *s, size_t *consumed)
+{
+	return ward__http_feed(p, s, strlen(s), consumed);
+}
+
+static void check_py_request(const struct ward__http_request *req)
+{
+	ASSERT_STREQ(req->method, "GET");
+	ASSERT_STREQ(req->path, "/");
+	ASSERT_STREQ(req->query, "x=1");
+	ASSERT_EQ(req->version_minor, 1);
+	ASSERT_STREQ(req->host, "127.0.0.1:4242");
+	ASSERT_STREQ(req->upgrade, "websocket");
+	ASSERT_TRUE(req->upgrade_websocket);
+	ASSERT_TRUE(req->connection_upgrade);
+	ASSERT_FALSE(req->connection_close);
+	ASSERT_STREQ(req->ws_key, "dGhlIHNhbXBsZSBub25jZQ==");
+	ASSERT_TRUE(req->ws_key_valid);
+	ASSERT_STREQ(req->ws_version, "13");
+	ASSERT_FALSE(req->has_origin);
+	ASSERT_FALSE(req->has_body);
+	ASSERT_STREQ(req->authorization, "Bearer s3cr3t-T0ken_~+/==");
+	ASSERT_EQ(req->bearer_len, strlen("s3cr3t-T0ken_~+/=="));
+	ASSERT_TRUE(memcmp(req->bearer, "s3cr3t-T0ken_~+/==", req->bearer_len) == 0);
+	ASSERT_EQ(req->n_fields, 8);
+	ASSERT_STREQ(req->fields[5].name, "Sec-WebSocket-Extensions");
+	ASSERT_STREQ(req->fields[5].value, "permessage-deflate; client_max_window_bits");
+	ASSERT_EQ(ward__http_check_upgrade(req, NULL), 0);
+}
+
+TEST(http_upgrade_request_whole_and_byte_by_byte)
+{
+	struct ward__http_parser p;
+	size_t used, head_len = strlen(py_request) - 2;
+
+	ASSERT_OK(ward__http_parser_init(&p, NULL));
+	ASSERT_EQ(feed_str(&p, py_request, &used), WARD_HTTP_DONE);
+	/* The frame bytes after the head are not the parser's. */
+	ASSERT_EQ(used, head_len);
+	check_py_request(&p.request);
+	ASSERT_EQ(feed_str(&p, "more", &used), WARD_HTTP_DONE);
+	ASSERT_EQ(used, 0);
+	ward__http_parser_release(&p);
+
+	ASSERT_OK(ward__http_parser_init(&p, NULL));
+	for (size_t i = 0; i < head_len; i++) {
+		int r = ward__http_feed(&p, py_request + i, 1, &used);
+
+		ASSERT_EQ(used, 1);
+		ASSERT_EQ(r, i + 1 == head_len ? WARD_HTTP_DONE : WARD_HTTP_AGAIN);
+	}
+	check_py_request(&p.request);
+	ward__http_parser_release(&p);
+	ward__http_parser_release(&p);
+}
+
+TEST(http_names_and_tokens_are_case_insensitive)
+{
+	struct ward__http_parser p;
+	size_t used;
+
+	ASSERT_OK(ward__http_parser_init(&p, NULL));
+	ASSERT_EQ(
+		feed_str(
+			&p,
+			"GET / HTTP/1.1\r\nhOsT: localhost\r\nUPGRADE: WebSocket\r\n"
+			"connection: keep-alive\r\nConnection:  ,Upgrade , close \t\r\n"
+			"sec-websocket-key: AAAAAAAAAAAAAAAAAAAAAA==\r\nSEC-WEBSOCKET-VERSION:13\r\n"
+			"origin: null\r\nauthorization: bearer   tok\r\nX-Bytes: caf\xc3\xa9\r\n\r\n",
+			&used),
+		WARD_HTTP_DONE);
+	ASSERT_STREQ(p.request.host, "localhost");
+	ASSERT_TRUE(p.request.upgrade_websocket);
+	ASSERT_TRUE(p.request.connection_upgrade);
+	ASSERT_TRUE(p.request.connection_close);
+	ASSERT_TRUE(p.request.ws_key_valid);
+	ASSERT_TRUE(p.request.has_origin);
+	ASSERT_EQ(p.request.bearer_len, 3);
+	ASSERT_EQ(ward__http_check_upgrade(&p.request, NULL), 0);
+	ward__http_parser_release(&p);
+}
+
+TEST(http_refusals)
+{
+	static const struct {
+		const char *head;
+		int status;
+	} cases[] = {
+		{"GET / HTTP/1.1\nHost: x\n\n", 400},
+		{"GET / HTTP/1.1\r\nHost: x\n\r\n", 400},
+		{"GET / HTTP/1.1\r\nHost: x\rX\r\n\r\n", 400},
+		{"GET / HTTP/1.1\r\nHost: x\r\n folded\r\n\r\n", 400},
+		{"GET / HTTP/1.1\r\nHost: x\r\n\tfolded\r\n\r\n", 400},
+		{"GET / HTTP/1.1\r\nHost : x\r\n\r\n", 400},
+		{"GET / HTTP/1.1\r\n: x\r\nHost: x\r\n\r\n", 400},
+		{"GET / HTTP/1.1\r\nHost x\r\n\r\n", 400},
+		{"GET / HTTP/1.1\r\nHo(st: x\r\n\r\n", 400},
+		{"GET  / HTTP/1.1\r\nHost: x\r\n\r\n", 400},
+		{"GET / HTTP/1.1 \r\nHost: x\r\n\r\n", 400},
+		{" GET / HTTP/1.1\r\nHost: x\r\n\r\n", 400},
+		{"GET /\r\nHost: x\r\n\r\n", 400},
+		{"G(T / HTTP/1.1\r\nHost: x\r\n\r\n", 400},
+		{"GET / HTTP/2.0\r\nHost: x\r\n\r\n", 505},
+		{"GET / HTTP/1.2\r\nHost: x\r\n\r\n", 505},
+		{"GET / HTTP/0.9\r\nHost: x\r\n\r\n", 505},
+		{"GET / HTTPS/1.1\r\nHost: x\r\n\r\n", 400},
+		{"GET / http/1.1\r\nHost: x\r\n\r\n", 400},
+		{"GET / HTTP/1.10\r\nHost: x\r\n\r\n", 400},
+		{"GET http://x/ HTTP/1.1\r\nHost: x\r\n\r\n", 400},
+		{"OPTIONS * HTTP/1.1\r\nHost: x\r\n\r\n", 400},
+		{"GET /caf\xc3\xa9 HTTP/1.1\r\nHost: x\r\n\r\n", 400},
+		{"GET / HTTP/1.1\r\n\r\n", 400},
+		{"GET / HTTP/1.1\r\nHost: a\r\nHost: a\r\n\r\n", 400},
+		{"GET / HTTP/1.1\r\nHost: a b\r\n\r\n", 400},
+		{"GET / HTTP/1.1\r\nHost: a/b\r\n\r\n", 400},
+		{"GET / HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n", 400},
+		{"GET / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n", 400},
+		{"HEAD / HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\n", 400},
+		{"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 1\r\nContent-Length: 1\r\n\r\n",
+		 400},
+		{"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 1\r\nTransfer-Encoding: x\r\n\r\n",
+		 400},
+		{"GET / HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer a\r\nAuthorization: Bearer b\r\n\r\n",
+		 400},
+		{"GET / HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nUpgrade: websocket\r\n\r\n",
+		 400},
+		{"GET / HTTP/1.1\r\nHost: x\r\nSec-WebSocket-Key: a\r\nSec-WebSocket-Key: a\r\n\r\n",
+		 400},
+		{"GET / HTTP/1.1\r\nHost: x\r\nX: a\x01b\r\n\r\n", 400},
+		{"GET / HTTP/1.1\r\nHost: x\r\nX: a\x7f\r\n\r\n", 400},
+		{"\r\nGET / HTTP/1.1\r\nHost: x\r\n\r\n", 400},
+	};
+	for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+		struct ward__http_parser p;
+		size_t used;
+		int r;
+
+		ASSERT_OK(ward__http_parser_init(&p, NULL));
+		r = feed_str(&p, cases[i].head, &used);
+		if (r != WARD_HTTP_ERROR || p.status != cases[i].status)
+			tap_fail(__FILE__, __LINE__,
+				 "case %zu: result %d status %d, want status %d", i, r, p.status,
+				 cases[i].status);
+		ASSERT_TRUE(p.reason && p.reason[0]);
+		ASSERT_LE(used, strlen(cases[i].head));
+		ASSERT_EQ(feed_str(&p, "x", &used), WARD_HTTP_ERROR);
+		ASSERT_EQ(used, 0);
+		ward__http_parser_release(&p);
+	}
+
+	/* A NUL byte anywhere. */
+	struct ward__http_parser p;
+	size_t used;
+	ASSERT_OK(ward__http_parser_init(&p, NULL));
+	ASSERT_EQ(ward__http_feed(&p, "GET /\0 HTTP/1.1\r\n\r\n", 19, &used), WARD_HTTP_ERROR);
+	ASSERT_EQ(p.status, 400);
+	ward__http_parser_release(&p);
+
+	/* Accepted: HTTP/1.0 without Host, obs-text in a value, a POST with a body (405 later). */
+	static const char *const fine[] = {
+		"GET /readyz HTTP/1.0\r\n\r\n",
+		"GET / HTTP/1.1\r\nHost: x\r\nX: \xff\xfe\r\n\r\n",
+		"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\n",
+		"GET / HTTP/1.1\r\nHost:\r\n\r\n",
+		"GET / HTTP/1.1\r\nHost: [::1]:80\r\n\r\n",
+	};
+	for (size_t i = 0; i < ELEMENTSOF(fine); i++) {
+		ASSERT_OK(ward__http_parser_init(&p, NULL));
+		ASSERT_EQ(feed_str(&p, fine[i], &used), WARD_HTTP_DONE);
+		ASSERT_EQ(used, strlen(fine[i]));
+		ward__http_parser_release(&p);
+	}
+	ASSERT_OK(ward__http_parser_init(&p, NULL));
+	ASSERT_EQ(feed_str(&p, fine[2], &used), WARD_HTTP_DONE);
+	ASSERT_TRUE(p.request.has_body);
+	ASSERT_STREQ(p.request.method, "POST");
+	ward__http_parser_release(&p);
+}
+
+TEST(http_limits_are_exact)
+{
+	struct ward__http_limits l = {.max_head = 64, .max_line = 30, .max_fields = 2};
+	struct ward__http_parser p;
+	size_t used;
+	char head[256];
+
+	ASSERT_EQ(ward__http_parser_init(&p, &(struct ward__http_limits){17, 14, 1}), -EINVAL);
+	ASSERT_EQ(ward__http_parser_init(&p, &(struct ward__http_limits){64, 65, 1}), -EINVAL);
+	ASSERT_EQ(ward__http_parser_init(
+			  &p, &(struct ward__http_limits){WARD_HTTP_MAX_MAX_HEAD + 1, 100, 1}),
+		  -EINVAL);
+
+	/* A request line of exactly 30 bytes, then 31. */
+	ASSERT_OK(ward__http_parser_init(&p, &l));
+	ASSERT_EQ(feed_str(&p, "GET /2345678901234567 HTTP/1.1\r\nHost: x\r\n\r\n", &used),
+		  WARD_HTTP_DONE);
+	ward__http_parser_release(&p);
+	ASSERT_OK(ward__http_parser_init(&p, &l));
+	ASSERT_EQ(feed_str(&p, "GET /23456789012345678 HTTP/1.1\r\n", &used), WARD_HTTP_ERROR);
+	ASSERT_EQ(p.status, 414);
+	ward__http_parser_release(&p);
+
+	/* A field line of 30, then 31. */
+	ASSERT_OK(ward__http_parser_init(&p, &l));
+	ASSERT_EQ(feed_str(&p, "GET / HTTP/1.1\r\nHost: 678901234567890123456789\r\n\r\n", &used),
+		  WARD_HTTP_DONE);
+	ward__http_parser_release(&p);
+	ASSERT_OK(ward__http_parser_init(&p, &l));
+	ASSERT_EQ(feed_str(&p, "GET / HTTP/1.1\r\nHost: 6789012345678901234567890\r\n", &used),
+		  WARD_HTTP_ERROR);
+	ASSERT_EQ(p.status, 431);
+	ward__http_parser_release(&p);
+
+	/* Two fields, then three. */
+	ASSERT_OK(ward__http_parser_init(&p, &l));
+	ASSERT_EQ(feed_str(&p, "GET / HTTP/1.1\r\nHost: x\r\nA: 1\r\n\r\n", &used), WARD_HTTP_DONE);
+	ward__http_parser_release(&p);
+	ASSERT_OK(ward__http_parser_init(&p, &l));
+	ASSERT_EQ(feed_str(&p, "GET / HTTP/1.1\r\nHost: x\r\nA: 1\r\nB: 2\r\n", &used),
+		  WARD_HTTP_ERROR);
+	ASSERT_EQ(p.status, 431);
+	ward__http_parser_release(&p);
+
+	/* A head of exactly 64 bytes, then 65. */
+	l.max_line = 40;
+	snprintf(head, sizeof(head), "GET / HTTP/1.1\r\nHost: x\r\nA: %s\r\n\r\n",
+		 "12345678901234567890123456789012");
+	ASSERT_EQ(strlen(head), 64);
+	ASSERT_OK(ward__http_parser_init(&p, &l));
+	ASSERT_EQ(feed_str(&p, head, &used), WARD_HTTP_DONE);
+	ASSERT_EQ(used, 64);
+	ward__http_parser_release(&p);
+	snprintf(head, sizeof(head), "GET / HTTP/1.1\r\nHost: x\r\nA: %s\r\n\r\n",
+		 "123456789012345678901234567890123");
+	ASSERT_OK(ward__http_parser_init(&p, &l));
+	ASSERT_EQ(feed_str(&p, head, &used), WARD_HTTP_ERROR);
+	ASSERT_EQ(p.status, 431);
+	ASSERT_EQ(used, 65);
+	ASSERT_LE(p.head.alloc, 65);
+	ward__http_parser_release(&p);
+}
+
+TEST(http_bearer_and_origin)
+{
+	static const struct {
+		const char *value;
+		const char *token;
+	} cases[] = {
+		{"Bearer abc.DEF-_~+/==", "abc.DEF-_~+/=="},
+		{"bearer   tok", "tok"},
+		{"BEARER t", "t"},
+		{"Bearer", NULL},
+		{"Bearer ", NULL},
+		{"Bearer a b", NULL},
+		{"Bearer tok=x", NULL},
+		{"Bearer\ttok", NULL},
+		{"Basic dXNlcjpwYXNz", NULL},
+		{"Bearertok", NULL},
+		{"Bearer t\xc3\xa9", NULL},
+	};
+	for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+		struct ward__http_parser p;
+		char head[256];
+		size_t used;
+
+		snprintf(head, sizeof(head),
+			 "GET / HTTP/1.1\r\nHost: x\r\nAuthorization: %s\r\n\r\n", cases[i].value);
+		ASSERT_OK(ward__http_parser_init(&p, NULL));
+		ASSERT_EQ(feed_str(&p, head, &used), WARD_HTTP_DONE);
+		ASSERT_TRUE(p.request.authorization != NULL);
+		if (!cases[i].token) {
+			ASSERT_TRUE(p.request.bearer == NULL);
+		} else {
+			ASSERT_EQ(p.request.bearer_len, strlen(cases[i].token));
+			ASSERT_TRUE(memcmp(p.request.bearer, cases[i].token,
+					   p.request.bearer_len) == 0);
+		}
+		ward__http_parser_release(&p);
+	}
+
+	static const char *const origins[] = {"Origin: null", "origin: http://evil.example",
+					      "Sec-WebSocket-Origin: x", "ORIGIN:"};
+	for (size_t i = 0; i < ELEMENTSOF(origins); i++) {
+		struct ward__http_parser p;
+		char head[256];
+		size_t used;
+
+		snprintf(head, sizeof(head), "GET / HTTP/1.1\r\nHost: x\r\n%s\r\n\r\n", origins[i]);
+		ASSERT_OK(ward__http_parser_init(&p, NULL));
+		ASSERT_EQ(feed_str(&p, head, &used), WARD_HTTP_DONE);
+		ASSERT_TRUE(p.request.has_origin);
+		ward__http_parser_release(&p);
+	}
+}
+
+static int upgrade_status(const char *fields)
+{
+	struct ward__http_parser p;
+	char head[1024];
+	size_t used;
+	int status;
+
+	snprintf(head, sizeof(head), "%s\r\n\r\n", fields);
+	if (ward__http_parser_init(&p, NULL) < 0 || feed_str(&p, head, &used) != WARD_HTTP_DONE)
+		abort();
+	status = ward__http_check_upgrade(&p.request, NULL);
+	ward__http_parser_release(&p);
+	return status;
+}
+
+#define UP_LINE "GET / HTTP/1.1\r\nHost: x\r\n"
+#define UP_OK_FIELDS                                                                 \
+	"Upgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Version: 13\r\n" \
+	"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ=="
+
+TEST(http_upgrade_checks)
+{
+	ASSERT_EQ(upgrade_status(UP_LINE UP_OK_FIELDS), 0);
+	ASSERT_EQ(upgrade_status("GET / HTTP/1.0\r\n" UP_OK_FIELDS), 400);
+	ASSERT_EQ(upgrade_status(UP_LINE "Accept: */*"), 426);
+	ASSERT_EQ(upgrade_status(UP_LINE "Upgrade: h2c\r\nConnection: Upgrade\r\n"
+					 "Sec-WebSocket-Version: 13\r\n"
+					 "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ=="),
+		  400);
+	ASSERT_EQ(upgrade_status(UP_LINE "Upgrade: websocket\r\nConnection: keep-alive\r\n"
+					 "Sec-WebSocket-Version: 13\r\n"
+					 "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ=="),
+		  400);
+	ASSERT_EQ(upgrade_status(UP_LINE "Upgrade: websocket\r\nConnection: Upgrade\r\n"
+					 "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ=="),
+		  400);
+	ASSERT_EQ(upgrade_status(UP_LINE "Upgrade: websocket\r\nConnection: Upgrade\r\n"
+					 "Sec-WebSocket-Version: 8\r\n"
+					 "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ=="),
+		  426);
+	ASSERT_EQ(upgrade_status(UP_LINE "Upgrade: websocket\r\nConnection: Upgrade\r\n"
+					 "Sec-WebSocket-Version: 13"),
+		  400);
+	ASSERT_EQ(upgrade_status(UP_LINE "Upgrade: websocket\r\nConnection: Upgrade\r\n"
+					 "Sec-WebSocket-Version: 13\r\nSec-WebSocket-Key: abc"),
+		  400);
+}
+
+TEST(http_ws_key_and_accept)
+{
+	char accept[WARD_WS_ACCEPT_LEN + 1];
+
+	ASSERT_TRUE(ward__http_ws_key_valid("dGhlIHNhbXBsZSBub25jZQ=="));
+	ASSERT_TRUE(ward__http_ws_key_valid("AAAAAAAAAAAAAAAAAAAAAA=="));
+	ASSERT_TRUE(ward__http_ws_key_valid("+/+/+/+/+/+/+/+/+/+/+w=="));
+	ASSERT_FALSE(ward__http_ws_key_valid("dGhlIHNhbXBsZSBub25jZR==")); /* non-canonical */
+	ASSERT_FALSE(ward__http_ws_key_valid("dGhlIHNhbXBsZSBub25jZQ="));
+	ASSERT_FALSE(ward__http_ws_key_valid("dGhlIHNhbXBsZSBub25jZQ==="));
+	ASSERT_FALSE(ward__http_ws_key_valid("dGhlIHNhbXBsZSBub25jZQAA"));
+	ASSERT_FALSE(ward__http_ws_key_valid("dGhlIHNhbX*sZSBub25jZQ=="));
+	ASSERT_FALSE(ward__http_ws_key_valid("dGhlIHNhbX sZSBub25jZQ=="));
+	ASSERT_FALSE(ward__http_ws_key_valid("dGhlIHNhbXBsZSBub25j=Q=="));
+	ASSERT_FALSE(ward__http_ws_key_valid(""));
+	ASSERT_FALSE(ward__http_ws_key_valid(NULL));
+
+	/* RFC 6455 section 1.3's own example. */
+	ASSERT_OK(ward__http_ws_accept("dGhlIHNhbXBsZSBub25jZQ==", accept));
+	ASSERT_STREQ(accept, "s3pPLMBiTxaQ9kYGzzhZRbK+xOo=");
+	ASSERT_EQ(ward__http_ws_accept("bad", accept), -EINVAL);
+}
+
+TEST(http_token_equal)
+{
+	static const char token[] = "0123456789abcdef0123456789abcdef";
+
+	ASSERT_TRUE(ward__http_token_equal(token, 32, token, 32));
+	ASSERT_TRUE(ward__http_token_equal("x", 1, "x", 1));
+	ASSERT_FALSE(ward__http_token_equal("0123456789abcdef0123456789abcdeF", 32, token, 32));
+	ASSERT_FALSE(ward__http_token_equal(token, 31, token, 32));
+	ASSERT_FALSE(ward__http_token_equal(token, 32, token, 31));
+	ASSERT_FALSE(ward__http_token_equal("", 0, token, 32));
+	ASSERT_FALSE(ward__http_token_equal(NULL, 0, token, 32));
+	ASSERT_FALSE(ward__http_token_equal(token, 32, NULL, 0));
+	ASSERT_FALSE(ward__http_token_equal("", 0, "", 0));
+}
+
+TEST(http_responses)
+{
+	static const int statuses[] = {200, 400, 401, 403, 404, 405, 413,
+				       414, 426, 431, 500, 503, 505};
+	struct ward__buf out;
+
+	ASSERT_OK(ward__buf_init(&out, 4096));
+	for (size_t i = 0; i < ELEMENTSOF(statuses); i++) {
+		char first[64];
+		const char *body;
+
+		ward__buf_clear(&out);
+		ASSERT_OK(ward__http_respond(&out, statuses[i]));
+		snprintf(first, sizeof(first), "HTTP/1.1 %d ", statuses[i]);
+		ASSERT_TRUE(strncmp((char *)out.data, first, strlen(first)) == 0);
+		ASSERT_CONTAINS((char *)out.data, "\r\nConnection: close\r\n");
+		body = strstr((char *)out.data, "\r\n\r\n");
+		ASSERT_TRUE(body != NULL);
+		body += 4;
+		snprintf(first, sizeof(first), "\r\nContent-Length: %zu\r\n", strlen(body));
+		ASSERT_CONTAINS((char *)out.data, first);
+		ASSERT_TRUE(strlen(body) > 0 && body[strlen(body) - 1] == '\n');
+	}
+	ward__buf_clear(&out);
+	ASSERT_OK(ward__http_respond(&out, 200));
+	ASSERT_STREQ((char *)out.data,
+		     "HTTP/1.1 200 OK\r\n"
+		     "Content-Type: text/plain; charset=utf-8\r\n"
+		     "Content-Length: 3\r\n"
+		     "Connection: close\r\n"
+		     "\r\n"
+		     "ok\n");
+	ward__buf_clear(&out);
+	ASSERT_OK(ward__http_respond(&out, 401));
+	ASSERT_CONTAINS((char *)out.data, "\r\nWWW-Authenticate: Bearer\r\n");
+	ward__buf_clear(&out);
+	ASSERT_OK(ward__http_respond(&out, 426));
+	ASSERT_CONTAINS((char *)out.data, "\r\nSec-WebSocket-Version: 13\r\n");
+	ASSERT_CONTAINS((char *)out.data, "\r\nUpgrade: websocket\r\n");
+	ward__buf_clear(&out);
+	ASSERT_OK(ward__http_respond(&out, 405));
+	ASSERT_CONTAINS((char *)out.data, "\r\nAllow: GET\r\n");
+	ASSERT_EQ(ward__http_respond(&out, 302), -EINVAL);
+
+	ward__buf_clear(&out);
+	ASSERT_OK(ward__http_respond_upgrade(&out, "dGhlIHNhbXBsZSBub25jZQ=="));
+	ASSERT_STREQ((char *)out.data,
+		     "HTTP/1.1 101 Switching Protocols\r\n"
+		     "Upgrade: websocket\r\n"
+		     "Connection: Upgrade\r\n"
+		     "Sec-WebSocket-Accept: s3pPLMBiTxaQ9kYGzzhZRbK+xOo=\r\n"
+		     "\r\n");
+	ASSERT_EQ(ward__http_respond_upgrade(&out, "nope"), -EINVAL);
+	ward__buf_release(&out);
+
+	/* All or nothing. */
+	ASSERT_OK(ward__buf_init(&out, 20));
+	ASSERT_OK(ward__buf_append_str(&out, "x"));
+	ASSERT_EQ(ward__http_respond(&out, 404), -ENOBUFS);
+	ASSERT_EQ(ward__http_respond_upgrade(&out, "dGhlIHNhbXBsZSBub25jZQ=="), -ENOBUFS);
+	ASSERT_EQ(out.len, 1);
+	ward__buf_release(&out);
 }
 
 int main(void)
