@@ -7,8 +7,8 @@
 set -euo pipefail
 
 packages=(
-	meson ninja-build pkg-config gcc clang libseccomp-dev libjansson-dev libssl-dev
-	git python3 bubblewrap time iproute2 util-linux bsdutils procps
+	meson ninja-build pkg-config gcc clang libseccomp-dev libjansson-dev libssl-dev libwslay-dev
+	git python3 python3-websockets bubblewrap time iproute2 util-linux bsdutils procps
 )
 
 if ! command -v dpkg-query >/dev/null 2>&1; then
