@@ -13,13 +13,13 @@
 # Environment: WARD_MUST_WORK=1 (skips for missing kernel features fail; CI),
 # WARD_TEST_NO_ASAN=1 (skip the sanitizer build, for quick local runs),
 # WARD_TEST_ASAN_INTEGRATION (the integration tests run under ASan; default
-# "cli process fs escape"), WARD_TEST_UNPRIV_UID (default 65534).
+# "cli process fs escape mcp"), WARD_TEST_UNPRIV_UID (default 65534).
 set -uo pipefail
 
 top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top" || exit 1
 export WARD_MUST_WORK=${WARD_MUST_WORK:-0}
-asan_integration=${WARD_TEST_ASAN_INTEGRATION:-cli process fs escape}
+asan_integration=${WARD_TEST_ASAN_INTEGRATION:-cli process fs escape mcp}
 unpriv_uid=${WARD_TEST_UNPRIV_UID:-65534}
 logs=$top/build/test-logs
 start=$(date +%s)
@@ -31,6 +31,7 @@ die() {
 }
 
 bash "$top/scripts/setup-deps.sh" || die "cannot install the build dependencies"
+bash "$top/scripts/setup-node.sh" || die "cannot install the MCP test clients (Node, npm)"
 
 # ------------------------------------------------------------------ builds
 

@@ -401,7 +401,7 @@ static void run_due_timers(struct ward__loop *l)
 	/* Only timers due now run; one added by a callback for "now" runs on the next iteration. */
 	uint64_t now = ward__now_ns(), limit = l->seq;
 
-	while (l->heap_len > 0 && !l->quit) {
+	while (l->heap_len > 0) {
 		struct heap_entry e = l->heap[0];
 		struct timer_slot *s;
 		ward__loop_timer_fn fn;
@@ -606,7 +606,7 @@ int ward__loop_iterate(struct ward__loop *l, int timeout_ms)
 	if (n < 0)
 		return errno == EINTR ? 0 : -errno;
 	l->now = ward__now_ns();
-	for (int i = 0; i < n && !l->quit; i++) {
+	for (int i = 0; i < n; i++) {
 		struct io_slot *s = io_lookup(l, evs[i].data.u64);
 
 		if (!s)
@@ -631,8 +631,7 @@ int ward__loop_iterate(struct ward__loop *l, int timeout_ms)
 			break;
 		}
 	}
-	if (!l->quit)
-		run_due_timers(l);
+	run_due_timers(l);
 	return 0;
 }
 

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 #pragma once
 
+#include <signal.h>
 #include <sys/epoll.h>
 #include <sys/signalfd.h>
 

@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 #pragma once
 
+#include <getopt.h>
+
 #include "basic/macro.h"
 #include "ward/ward.h"
 
@@ -40,8 +42,25 @@ void cli_errorf(const char *fmt, ...) _printf_(1, 2);
 int cli_parse_run_args(int argc, char **argv, bool allow_run_options, struct cli_run_args *a);
 void cli_run_args_release(struct cli_run_args *a);
 
+/*
+ * A server verb's own options (`ward mcp`, `ward serve`), parsed together
+ * with the policy and environment options of `ward run`. Their values must
+ * be CLI_EXTRA_OPTION_BASE or above; handle() returns -1 after printing an
+ * error.
+ */
+#define CLI_EXTRA_OPTION_BASE 0x400
+struct cli_extra_options {
+	const struct option *options; /* terminated by a zeroed entry; at most 31 */
+	int (*handle)(int c, const char *arg, void *userdata);
+	void *userdata;
+};
+/* Parses a server verb's arguments: no command, no run-only options but the environment ones. */
+int cli_parse_server_args(int argc, char **argv, const char *verb,
+			  const struct cli_extra_options *extra, struct cli_run_args *a);
+
 int cli_run(int argc, char **argv);
 int cli_policy(int argc, char **argv);
 int cli_doctor(int argc, char **argv);
+int cli_mcp(int argc, char **argv);
 /* The --json branch of `ward run` (run-json.c): returns ward's exit status. */
 int cli_run_json(struct cli_run_args *a);

@@ -13,6 +13,7 @@ static const char main_help[] =
 	"  run [OPTIONS] [--] CMD [ARG...]   run CMD in the sandbox (see 'ward run --help')\n"
 	"  policy show [OPTIONS]             print the resolved policy and this host's enforcement\n"
 	"  doctor [--json]                   report the kernel features and the guarantees given here\n"
+	"  mcp [OPTIONS]                     serve MCP tools on stdio (see 'ward mcp --help')\n"
 	"  help                              show this help\n"
 	"\n"
 	"Options:\n"
@@ -31,6 +32,8 @@ int main(int argc, char **argv)
 		return cli_policy(argc - 1, argv + 1);
 	if (strcmp(argv[1], "doctor") == 0)
 		return cli_doctor(argc - 1, argv + 1);
+	if (strcmp(argv[1], "mcp") == 0)
+		return cli_mcp(argc - 1, argv + 1);
 	if (strcmp(argv[1], "help") == 0 || strcmp(argv[1], "--help") == 0 ||
 	    strcmp(argv[1], "-h") == 0) {
 		fputs(main_help, stdout);

@@ -92,6 +92,18 @@ static bool is_run_only(int c)
 	return c >= OPT_KEEP_FD && c != OPT_VERSION;
 }
 
+/* The environment options: the run's, and the servers' for every command they start. */
+static bool is_env_option(int c)
+{
+	return c >= OPT_ENV_INHERIT && c <= OPT_ENV_DEFAULT_EXCLUDES;
+}
+
+/* The run options a server verb (`ward mcp`, `ward serve`) takes. */
+static bool allowed_for_server(int c)
+{
+	return !is_run_only(c) || is_env_option(c);
+}
+
 void cli_run_args_release(struct cli_run_args *a)
 {
 	ward_policy_free(a->policy);
@@ -125,29 +137,31 @@ static int load_stdin_file(struct cli_run_args *a, const char *path)
 	return 0;
 }
 
-static int split_env_set(struct cli_run_args *a, const char *arg)
+static int split_env_set(struct cli_run_args *a, const char *verb, const char *arg)
 {
 	_cleanup_free_ char *name = NULL;
 	const char *eq = strchr(arg, '=');
 	int r;
 
 	if (!eq || eq == arg) {
-		cli_errorf("run: --env-set '%s': expected NAME=VALUE", arg);
+		cli_errorf("%s: --env-set '%s': expected NAME=VALUE", verb, arg);
 		return -1;
 	}
 	name = strndup(arg, (size_t)(eq - arg));
 	if (!name)
-		return fail_path("run", "--env-set", arg, -ENOMEM);
+		return fail_path(verb, "--env-set", arg, -ENOMEM);
 	r = ward_run_options_env_set(a->opts, name, eq + 1);
 	if (r < 0)
-		return fail_path("run", "--env-set", arg, r);
+		return fail_path(verb, "--env-set", arg, r);
 	return 0;
 }
 
-int cli_parse_run_args(int argc, char **argv, bool allow_run_options, struct cli_run_args *a)
+static int parse_args(int argc, char **argv, const char *verb, bool allow_run_options,
+		      const struct cli_extra_options *extra, struct cli_run_args *a)
 {
+	struct option options[ELEMENTSOF(run_options) + 32];
+	size_t n_opts = 0;
 	int longindex;
-	const char *verb = allow_run_options ? "run" : "policy show";
 	struct ward_error err = {0};
 	int r, c;
 
@@ -156,16 +170,28 @@ int cli_parse_run_args(int argc, char **argv, bool allow_run_options, struct cli
 		cli_errorf("out of memory");
 		return -1;
 	}
+	/* The verb's own options go first, so that they win over a run option of the same name. */
+	for (size_t i = 0; extra && extra->options[i].name && n_opts < 31; i++)
+		options[n_opts++] = extra->options[i];
+	for (size_t i = 0; run_options[i].name; i++)
+		options[n_opts++] = run_options[i];
+	options[n_opts] = (struct option){0};
 
 	opterr = 0;
 	optind = 1;
 	/* "+": stop at the first non-option, so the command's own options stay the command's. */
-	while ((longindex = -1,
-		c = getopt_long(argc, argv, "+:s:C:w:h", run_options, &longindex)) != -1) {
-		if (!allow_run_options && is_run_only(c)) {
+	while ((longindex = -1, c = getopt_long(argc, argv, "+:s:C:w:h", options, &longindex)) !=
+	       -1) {
+		if (extra && c >= CLI_EXTRA_OPTION_BASE) {
+			if (extra->handle(c, optarg, extra->userdata) < 0)
+				return -1;
+			continue;
+		}
+		if ((!allow_run_options && !extra && is_run_only(c)) ||
+		    (extra && is_run_only(c) && !allowed_for_server(c))) {
 			if (longindex >= 0)
 				cli_errorf("%s: option '--%s' only applies to 'ward run'", verb,
-					   run_options[longindex].name);
+					   options[longindex].name);
 			else
 				cli_errorf("%s: option '%s' only applies to 'ward run'", verb,
 					   argv[optind - 1]);
@@ -306,26 +332,26 @@ int cli_parse_run_args(int argc, char **argv, bool allow_run_options, struct cli
 			else if (strcmp(optarg, "none") == 0)
 				in = WARD_ENV_INHERIT_NONE;
 			else {
-				cli_errorf("run: --env-inherit '%s': expected all, core or none",
-					   optarg);
+				cli_errorf("%s: --env-inherit '%s': expected all, core or none",
+					   verb, optarg);
 				return -1;
 			}
 			ward_run_options_set_env_inherit(a->opts, in);
 			break;
 		}
 		case OPT_ENV_SET:
-			if (split_env_set(a, optarg) < 0)
+			if (split_env_set(a, verb, optarg) < 0)
 				return -1;
 			break;
 		case OPT_ENV_EXCLUDE:
 			r = ward_run_options_env_exclude(a->opts, optarg);
 			if (r < 0)
-				return fail_path("run", "--env-exclude", optarg, r);
+				return fail_path(verb, "--env-exclude", optarg, r);
 			break;
 		case OPT_ENV_INCLUDE_ONLY:
 			r = ward_run_options_env_include_only(a->opts, optarg);
 			if (r < 0)
-				return fail_path("run", "--env-include-only", optarg, r);
+				return fail_path(verb, "--env-include-only", optarg, r);
 			break;
 		case OPT_ENV_DEFAULT_EXCLUDES:
 			ward_run_options_set_env_default_excludes(a->opts, true);
@@ -351,6 +377,11 @@ int cli_parse_run_args(int argc, char **argv, bool allow_run_options, struct cli
 			return -1;
 		}
 	}
+	if (extra && optind < argc && !a->help && !a->version) {
+		cli_errorf("%s: unexpected argument '%s' (see 'ward %s --help')", verb,
+			   argv[optind], verb);
+		return -1;
+	}
 	if (a->max_output_set && !a->json) {
 		cli_errorf("run: --max-output applies to captured runs: add --json");
 		return -1;
@@ -360,4 +391,16 @@ int cli_parse_run_args(int argc, char **argv, bool allow_run_options, struct cli
 	if (optind < argc)
 		a->argv = argv + optind;
 	return optind;
+}
+
+int cli_parse_run_args(int argc, char **argv, bool allow_run_options, struct cli_run_args *a)
+{
+	return parse_args(argc, argv, allow_run_options ? "run" : "policy show", allow_run_options,
+			  NULL, a);
+}
+
+int cli_parse_server_args(int argc, char **argv, const char *verb,
+			  const struct cli_extra_options *extra, struct cli_run_args *a)
+{
+	return parse_args(argc, argv, verb, false, extra, a);
 }

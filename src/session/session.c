@@ -11,7 +11,6 @@
  */
 #include <fcntl.h>
 #include <inttypes.h>
-#include <pwd.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -803,7 +802,6 @@ static int prune(struct ward__sessions *s, struct ward_error *err)
 static char *default_shell(const char *configured)
 {
 	const char *cands[4] = {configured, getenv("SHELL"), "/bin/bash", "/bin/sh"};
-	struct passwd *pw;
 
 	for (size_t i = 0; i < ELEMENTSOF(cands); i++) {
 		if (!cands[i] || cands[i][0] != '/')
@@ -811,9 +809,6 @@ static char *default_shell(const char *configured)
 		if (access(cands[i], X_OK) == 0)
 			return strdup(cands[i]);
 	}
-	pw = getpwuid(getuid());
-	if (pw && pw->pw_shell && pw->pw_shell[0] == '/' && access(pw->pw_shell, X_OK) == 0)
-		return strdup(pw->pw_shell);
 	return strdup("/bin/sh");
 }
 
@@ -1238,6 +1233,12 @@ json_t *ward__sessions_list(struct ward__sessions *s)
 		json_array_append_new(a, o);
 	}
 	return a;
+}
+
+void ward__sessions_terminate_all(struct ward__sessions *s)
+{
+	for (struct session *se = s->head; se; se = se->next)
+		ward__proc_terminate(se->proc);
 }
 
 size_t ward__sessions_count(const struct ward__sessions *s)

@@ -145,6 +145,8 @@ WARD_INTERNAL int ward__sessions_set_progress(struct ward__sessions *s, uint64_t
 /* The sessions as a JSON array of objects (id, command, workdir, tty, running, exit_code, ...). */
 WARD_INTERNAL json_t *ward__sessions_list(struct ward__sessions *s);
 WARD_INTERNAL size_t ward__sessions_count(const struct ward__sessions *s);
+/* Kills every session's processes; calls waiting on them complete with what they printed. */
+WARD_INTERNAL void ward__sessions_terminate_all(struct ward__sessions *s);
 WARD_INTERNAL size_t ward__sessions_calls_in_flight(const struct ward__sessions *s);
 
 /* Middle truncation to a token budget (4 bytes a token), on UTF-8 boundaries, Codex's marker. */

@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+#
+# Installs the real MCP clients the test suite drives `ward mcp` with (the
+# official TypeScript SDK, the MCP Inspector, the conformance suite, and the
+# Node 22 build from npm that the Inspector needs), exactly as pinned by
+# tests/mcp/package-lock.json, into $WARD_NODE_PREFIX (default
+# /var/tmp/ward-test-node when root, build/node-clients otherwise): outside
+# the source tree, readable by the unprivileged test user. Node and npm come
+# from Debian when missing. Does nothing when the installed set matches the
+# lock file.
+set -euo pipefail
+top=$(cd "$(dirname "$0")/.." && pwd)
+if [ "$(id -u)" = 0 ]; then
+	prefix=${WARD_NODE_PREFIX:-/var/tmp/ward-test-node}
+else
+	prefix=${WARD_NODE_PREFIX:-$top/build/node-clients}
+fi
+lock=$top/tests/mcp/package-lock.json
+
+if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
+	missing=()
+	command -v node >/dev/null 2>&1 || missing+=(nodejs)
+	command -v npm >/dev/null 2>&1 || missing+=(npm)
+	if [ "$(id -u)" = 0 ]; then
+		sudo=()
+	elif command -v sudo >/dev/null 2>&1; then
+		sudo=(sudo)
+	else
+		echo "setup-node: missing ${missing[*]}; run as root or install sudo" >&2
+		exit 1
+	fi
+	echo "setup-node: installing ${missing[*]}" >&2
+	"${sudo[@]}" apt-get update -qq >/dev/null
+	"${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+		--no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+stamp=$(sha256sum "$lock" | cut -d' ' -f1)
+if [ -f "$prefix/.ward-stamp" ] && [ "$(cat "$prefix/.ward-stamp")" = "$stamp" ] &&
+	[ -x "$prefix/node_modules/.bin/node" ]; then
+	exit 0
+fi
+echo "setup-node: installing the MCP test clients into $prefix" >&2
+mkdir -p "$prefix"
+chmod 755 "$prefix"
+rm -rf "$prefix/node_modules" "$prefix/.ward-stamp"
+cp "$top/tests/mcp/package.json" "$lock" "$prefix/"
+# No install scripts: none of these packages needs one, and none of them runs.
+(cd "$prefix" && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error >/dev/null)
+chmod -R a+rX "$prefix"
+echo "$stamp" >"$prefix/.ward-stamp"

@@ -1,0 +1,166 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * `ward mcp`: the MCP server on stdio (src/server/mcp.c). Takes the policy and
+ * environment options of `ward run`, applied to every command it runs.
+ */
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include "basic/util.h"
+#include "cli/cli.h"
+#include "server/mcp.h"
+#include "session/session.h"
+
+static const char mcp_help[] =
+	"Usage: ward mcp [OPTIONS]\n"
+	"\n"
+	"Serve the Model Context Protocol on stdin/stdout (JSON-RPC 2.0, one message per\n"
+	"line) with the tools exec_command, write_stdin, list_sessions and kill_session.\n"
+	"Every command runs in a sandbox of its own under the policy below; a command\n"
+	"still running after its first yield becomes a session, polled and typed into\n"
+	"with write_stdin. When stdin closes, every session is killed and ward exits 0.\n"
+	"\n"
+	"Policy (as for 'ward run'; -C sets the default workdir):\n"
+	"  -s, --sandbox MODE           read-only, workspace-write (default), danger-full-access\n"
+	"  -C, --cd DIR                 default working directory of the commands\n"
+	"  -w, --writable PATH          add a writable root (repeatable)\n"
+	"      --protect PATH           keep PATH read-only inside writable roots (repeatable)\n"
+	"      --deny-read PATH         make a file or directory unreadable inside (repeatable)\n"
+	"      --network off|on         network access (default off; loopback works inside)\n"
+	"      --allow-unix-socket PATH let commands connect to this host unix socket\n"
+	"      --policy FILE            read the policy from JSON (ward's or Codex's form)\n"
+	"      --exclude-slash-tmp      do not make /tmp writable\n"
+	"      --exclude-tmpdir-env-var do not make $TMPDIR writable\n"
+	"      --require-isolation      refuse to run commands without namespaces\n"
+	"\n"
+	"Environment of the commands (besides NO_COLOR=1, TERM=dumb on pipes, PAGER=cat,\n"
+	"GIT_PAGER=cat, LANG/LC_ALL=C.UTF-8, which --env-set overrides):\n"
+	"      --env-inherit all|core|none   environment passed in (default all)\n"
+	"      --env-set NAME=VALUE     set a variable (repeatable)\n"
+	"      --env-exclude PATTERN    drop variables matching PATTERN (alias --env-unset)\n"
+	"      --env-include-only PATTERN  keep only variables matching PATTERN (repeatable)\n"
+	"      --env-default-excludes   also drop *KEY*, *SECRET*, *TOKEN*\n"
+	"\n"
+	"Sessions:\n"
+	"      --max-sessions N         sessions kept at once (default 64, at most 50000);\n"
+	"                               when full, the least recently used goes\n"
+	"      --shell PATH             shell for the commands (default: $SHELL, /bin/bash)\n"
+	"      --no-login               run 'SHELL -c CMD' instead of 'SHELL -lc CMD'\n"
+	"  -h, --help                   show this help\n"
+	"      --version                show the version\n";
+
+enum {
+	OPT_MAX_SESSIONS = CLI_EXTRA_OPTION_BASE,
+	OPT_SHELL,
+	OPT_NO_LOGIN,
+};
+
+static const struct option mcp_options[] = {
+	{"max-sessions", required_argument, NULL, OPT_MAX_SESSIONS},
+	{"shell", required_argument, NULL, OPT_SHELL},
+	{"no-login", no_argument, NULL, OPT_NO_LOGIN},
+	{0},
+};
+
+struct mcp_args {
+	size_t max_sessions;
+	const char *shell;
+	int login;
+};
+
+static int handle_option(int c, const char *arg, void *userdata)
+{
+	struct mcp_args *m = userdata;
+	uint64_t n;
+
+	switch (c) {
+	case OPT_MAX_SESSIONS:
+		if (ward__parse_u64(arg, &n) < 0 || n < 1 || n > WARD_SESSIONS_MAX) {
+			cli_errorf("mcp: --max-sessions '%s': expected a number from 1 to %d", arg,
+				   WARD_SESSIONS_MAX);
+			return -1;
+		}
+		m->max_sessions = (size_t)n;
+		return 0;
+	case OPT_SHELL:
+		if (arg[0] != '/' || access(arg, X_OK) < 0) {
+			cli_errorf("mcp: --shell '%s': expected the absolute path of an executable",
+				   arg);
+			return -1;
+		}
+		m->shell = arg;
+		return 0;
+	case OPT_NO_LOGIN:
+		m->login = 0;
+		return 0;
+	default:
+		return -1;
+	}
+}
+
+/*
+ * Each session holds a handful of descriptors (pipes or a pty, its sandbox's
+ * pidfd and report pipe): raise the soft limit to the hard one so that the
+ * configured number of sessions fits.
+ */
+static void raise_nofile(void)
+{
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &rl);
+	}
+}
+
+int cli_mcp(int argc, char **argv)
+{
+	struct mcp_args m = {.login = -1};
+	struct cli_extra_options extra = {mcp_options, handle_option, &m};
+	struct cli_run_args a;
+	struct ward__mcp_config cfg = {0};
+	struct ward_error err = {0};
+	int r;
+
+	if (cli_parse_server_args(argc, argv, "mcp", &extra, &a) < 0) {
+		cli_run_args_release(&a);
+		return WARD_EXIT_FAILURE;
+	}
+	if (a.help) {
+		fputs(mcp_help, stdout);
+		cli_run_args_release(&a);
+		return 0;
+	}
+	if (a.version) {
+		printf("ward %s\n", ward_version());
+		cli_run_args_release(&a);
+		return 0;
+	}
+	/* Check the policy once up front: a bad one is a start-up error, not a tool error per call. */
+	r = ward_policy_resolve(a.policy, &err);
+	if (r < 0) {
+		cli_report_error(&err);
+		cli_run_args_release(&a);
+		return WARD_EXIT_FAILURE;
+	}
+	/* A client that goes away must not kill ward before it has killed every session. */
+	signal(SIGPIPE, SIG_IGN);
+	raise_nofile();
+	cfg.policy = a.policy;
+	cfg.env = a.opts;
+	cfg.max_sessions = m.max_sessions;
+	cfg.shell = m.shell;
+	cfg.login = m.login;
+	r = ward__mcp_serve(&cfg, STDIN_FILENO, STDOUT_FILENO, &err);
+	cli_run_args_release(&a);
+	if (r < 0) {
+		cli_report_error(&err);
+		return WARD_EXIT_FAILURE;
+	}
+	return 0;
+}

@@ -1,0 +1,38 @@
+/* SPDX-License-Identifier: MIT */
+#pragma once
+
+#include "basic/macro.h"
+#include "ward/ward.h"
+
+/*
+ * `ward mcp`: a Model Context Protocol server over stdio (JSON-RPC 2.0, one
+ * message per line) whose tools are Codex's unified exec (exec_command,
+ * write_stdin) plus list_sessions and kill_session, every command in a
+ * sandbox of its own under the configured policy (src/session).
+ */
+
+/* Protocol revisions spoken, newest first (the official SDKs negotiate these). */
+#define WARD_MCP_LATEST_VERSION "2025-11-25"
+
+/* Limits of one connection. */
+#define WARD_MCP_MAX_MESSAGE ((size_t)16 << 20) /* bytes of one incoming message */
+#define WARD_MCP_MAX_QUEUE ((size_t)64 << 20) /* bytes of replies waiting for the client */
+#define WARD_MCP_HIGH_WATER ((size_t)8 << 20) /* stop reading requests above this */
+#define WARD_MCP_MAX_IN_FLIGHT 256 /* tool calls waiting for their result */
+
+struct ward__mcp_config {
+	const struct ward_policy *policy; /* the template of every command's sandbox */
+	const struct ward_run_options *env; /* environment policy, or NULL */
+	size_t max_sessions; /* 0: the default (64) */
+	const char *shell; /* NULL: the user's */
+	int login; /* -1: default (login shell) */
+	int progress_interval_ms; /* 0: 1000 */
+};
+
+/*
+ * Serves one client on in_fd/out_fd until its input ends (or SIGTERM, SIGINT,
+ * SIGHUP); every session is killed before it returns. Returns 0 after a clean
+ * end, -errno (err filled) when the server could not start or its loop failed.
+ */
+WARD_INTERNAL int ward__mcp_serve(const struct ward__mcp_config *cfg, int in_fd, int out_fd,
+				  struct ward_error *err);

@@ -1,0 +1,183 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+#
+# `ward mcp` at the protocol level (raw JSON-RPC lines through
+# tests/helpers/mcp-raw.py) and through the MCP Inspector's CLI mode: version
+# negotiation, errors that keep the server up, limits, shutdown with nothing
+# left behind, the policy applied to every command.
+. "$(dirname "$0")/lib.sh"
+# shellcheck source=node-prefix.sh
+. "$WARD_SRC/tests/integration/node-prefix.sh"
+
+RAW=$WARD_SRC/tests/helpers/mcp-raw.py
+INIT='{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}'
+INITED='{"jsonrpc":"2.0","method":"notifications/initialized"}'
+
+# mcp [ward-mcp-options...] <<< LINES: a raw session; output in $T/.run/stdout.
+mcp() {
+	[ -n "$PY" ] || skip "python3 is needed"
+	LAST_CMD="ward mcp $*"
+	timeout -k 3 60 "$PY" "$RAW" -- "$WARD" mcp "$@" >"$T/.run/stdout" 2>"$T/.run/stderr"
+	WRC=$?
+}
+
+# reply ID: the response line for request ID.
+reply() { grep -m 1 -E "\"id\":$1[,}]" "$T/.run/stdout"; }
+
+# jget LINE PYTHON-EXPR: evaluates EXPR on the parsed line (as m).
+jget() { "$PY" -c "import json,sys; m=json.loads(sys.argv[1]); print($2)" "$1"; }
+
+t_negotiation() {
+	mcp <<<"$INIT"
+	jget "$(reply 1)" 'm["result"]["protocolVersion"]' | grep -qx 2025-06-18 ||
+		fail "a supported revision is echoed"
+	mcp <<<'{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"1999-01-01","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}'
+	jget "$(reply 1)" 'm["result"]["protocolVersion"]' | grep -qx 2025-11-25 ||
+		fail "an unknown revision is answered with the latest"
+	mcp <<EOS
+{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2024-11-05","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}
+{"jsonrpc":"2.0","id":2,"method":"tools/list"}
+EOS
+	jget "$(reply 2)" '"outputSchema" in m["result"]["tools"][0]' | grep -qx False ||
+		fail "no outputSchema for 2024-11-05"
+}
+
+t_errors_keep_the_server_up() {
+	mcp <<EOS
+{"jsonrpc":"2.0","id":2,"method":"tools/list"}
+{"jsonrpc":"2.0","id":3,"method":"ping"}
+$INIT
+{bad json
+[{"jsonrpc":"2.0","id":9,"method":"ping"}]
+{"id":4,"method":"ping"}
+{"jsonrpc":"2.0","id":5,"method":"resources/list"}
+{"jsonrpc":"2.0","id":6,"method":"tools/call","params":{"name":"nope","arguments":{}}}
+{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"exec_command","arguments":{"cmd":"true","bogus":1}}}
+{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":"write_stdin","arguments":{"session_id":"x"}}}
+{"jsonrpc":"2.0","id":10,"method":"tools/call","params":{"name":"exec_command","arguments":{"cmd":"echo alive"}}}
+EOS
+	jget "$(reply 2)" 'm["error"]["code"]' | grep -qx -- -32600 || fail "tools/list before initialize"
+	jget "$(reply 3)" 'm["result"]' | grep -qx '{}' || fail "ping before initialize"
+	grep -q '"id":null,"error":{"code":-32700' "$T/.run/stdout" || fail "parse error with id null"
+	grep -q '"id":null,"error":{"code":-32600,"message":"batches are not supported"' \
+		"$T/.run/stdout" || fail "batches are refused"
+	jget "$(reply 4)" 'm["error"]["code"]' | grep -qx -- -32600 || fail "missing jsonrpc member"
+	jget "$(reply 5)" 'm["error"]["code"]' | grep -qx -- -32601 || fail "unknown method"
+	jget "$(reply 6)" 'm["error"]["code"]' | grep -qx -- -32602 || fail "unknown tool"
+	jget "$(reply 7)" 'm["result"]["isError"] and "unknown argument" in m["result"]["content"][0]["text"]' |
+		grep -qx True || fail "unknown argument: a tool error"
+	jget "$(reply 8)" 'm["result"]["isError"]' | grep -qx True || fail "bad session_id: a tool error"
+	jget "$(reply 10)" 'm["result"]["structuredContent"]["output"]' | grep -qx alive ||
+		fail "the server still works after all that"
+	grep -qx 'exit=0' "$T/.run/stdout" || fail "ward mcp exits 0 when stdin closes"
+}
+
+t_oversized_message() {
+	"$PY" -c '
+import sys
+sys.stdout.write("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\",\"params\":{\"x\":\"" + "a" * (17 << 20) + "\"}}\n")
+sys.stdout.write("{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"ping\"}\n")' >"$T/big"
+	mcp <"$T/big"
+	grep -q '"error":{"code":-32600' "$T/.run/stdout" || fail "an oversized message gets -32600"
+	jget "$(reply 2)" 'm["result"]' | grep -qx '{}' || fail "the next message is served"
+}
+
+t_full_store() {
+	mcp --max-sessions 1 <<EOS
+$INIT
+{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"exec_command","arguments":{"cmd":"sleep 100","yield_time_ms":250}}}
+{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"exec_command","arguments":{"cmd":"sleep 100","yield_time_ms":250}}}
+EOS
+	jget "$(reply 2)" '"session_id" in m["result"]["structuredContent"]' | grep -qx True ||
+		fail "the first session starts"
+	jget "$(reply 3)" 'm["result"]["isError"] and "too many sessions" in m["result"]["content"][0]["text"]' |
+		grep -qx True || fail "a full store is a clear tool error"
+}
+
+t_eof_kills_everything() {
+	local m
+	m=$(marker eof)
+	mcp <<EOS
+$INIT
+{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"exec_command","arguments":{"cmd":"$PROBE sleep 1000 $m","yield_time_ms":500}}}
+{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"exec_command","arguments":{"cmd":"setsid $PROBE sleep 1000 $m & $PROBE sleep 1000 $m","tty":true,"yield_time_ms":500}}}
+EOS
+	grep -qx 'exit=0' "$T/.run/stdout" || fail "exit 0 at EOF"
+	expect_gone "$m"
+}
+
+t_signals_and_kill() {
+	local m sig pid
+	for sig in TERM KILL; do
+		m=$(marker "sig$sig")
+		"$PY" "$RAW" --hold 30 -- "$WARD" mcp >"$T/.run/stdout" 2>"$T/.run/stderr" <<EOS &
+$INIT
+{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"exec_command","arguments":{"cmd":"$PROBE sleep 1000 $m","yield_time_ms":250}}}
+EOS
+		BG_PIDS+=("$!")
+		wait_for grep -q '"id":2' "$T/.run/stdout" || fail "the session did not start"
+		pid=$(sed -n 's/^pid=//p' "$T/.run/stdout")
+		pgrep -f -- "$m" >/dev/null || fail "the sandboxed sleeper runs"
+		kill -"$sig" "$pid"
+		expect_gone "$m"
+		if [ "$sig" = TERM ]; then
+			wait_for grep -qx 'exit=0' "$T/.run/stdout" || fail "SIGTERM: exit 0"
+		fi
+	done
+}
+
+t_policy_applies() {
+	echo TOPSECRET >"$OUT/secret"
+	mcp --deny-read "$OUT/secret" -C "$WS" <<EOS
+$INIT
+{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"exec_command","arguments":{"cmd":"cat $OUT/secret; echo x > $OUT/new; echo ok > mine"}}}
+EOS
+	local r
+	r=$(reply 2)
+	jget "$r" '"TOPSECRET" in m["result"]["structuredContent"]["output"]' | grep -qx False ||
+		fail "a denied read is unreadable"
+	assert_absent "$OUT/new"
+	assert_content "$WS/mine" ok
+}
+
+t_bad_options() {
+	timeout 10 "$WARD" mcp --max-sessions 0 </dev/null >"$T/.run/stdout" 2>"$T/.run/stderr"
+	WRC=$?
+	expect_rc 125
+	expect_one_line_error
+	timeout 10 "$WARD" mcp surplus </dev/null >"$T/.run/stdout" 2>"$T/.run/stderr"
+	WRC=$?
+	expect_rc 125
+	expect_one_line_error
+	timeout 10 "$WARD" mcp --timeout 5 </dev/null >"$T/.run/stdout" 2>"$T/.run/stderr"
+	WRC=$?
+	expect_rc 125
+	expect_one_line_error
+}
+
+t_inspector_cli() {
+	local insp=$NODE_PREFIX/node_modules/@modelcontextprotocol/inspector/clients/launcher/build/index.js
+	[ -x "$NODE" ] && [ -f "$insp" ] || skip "the MCP Inspector is not installed (scripts/setup-node.sh)"
+	timeout 60 "$NODE" "$insp" --cli "$WARD" mcp -C "$WS" --no-login --method tools/list \
+		>"$T/.run/stdout" 2>"$T/.run/stderr" || fail "inspector tools/list failed"
+	for t in exec_command write_stdin list_sessions kill_session; do
+		grep -q "\"name\": \"$t\"" "$T/.run/stdout" || fail "inspector does not list $t"
+	done
+	timeout 60 "$NODE" "$insp" --cli "$WARD" mcp -C "$WS" --no-login --method tools/call \
+		--tool-name exec_command --tool-arg 'cmd=echo from-inspector > seen; cat seen; exit 2' \
+		>"$T/.run/stdout" 2>"$T/.run/stderr" || fail "inspector tools/call failed"
+	grep -q 'Process exited with code 2' "$T/.run/stdout" || fail "inspector: exit code"
+	grep -q '"output": "from-inspector\\n"' "$T/.run/stdout" || fail "inspector: output"
+	assert_content "$WS/seen" from-inspector
+}
+
+tcase "version negotiation and outputSchema by revision" t_negotiation
+tcase "malformed input gets JSON-RPC errors and the server goes on" t_errors_keep_the_server_up
+tcase "an oversized message is refused, the next one served" t_oversized_message
+tcase "a full session store is a clear tool error" t_full_store
+tcase "stdin EOF kills every session, exit 0" t_eof_kills_everything
+tcase "SIGTERM and SIGKILL leave nothing running" t_signals_and_kill
+tcase "the policy options apply to every command" t_policy_applies
+tcase "bad options are one-line errors (125)" t_bad_options
+tcase "MCP Inspector CLI lists and calls the tools" t_inspector_cli
+finish
