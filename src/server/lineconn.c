@@ -142,7 +142,7 @@ static void frame(struct ward__lineconn *c)
 		if (ev == WARD_LINES_LINE && c->ops.message)
 			c->ops.message(c, (const char *)line.data, line.len, c->userdata);
 		else if (ev == WARD_LINES_TOO_LONG && c->ops.too_large)
-			c->ops.too_large(c, line.len, c->userdata);
+			c->ops.too_large(c, (const char *)line.data, line.len, c->userdata);
 		else if (ev == WARD_LINES_NEED_MORE)
 			break;
 	}

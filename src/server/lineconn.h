@@ -29,8 +29,12 @@ struct ward__lineconn_limits {
 struct ward__lineconn_ops {
 	/* One line, without its newline (nor a CR before it); valid for the call only. */
 	void (*message)(struct ward__lineconn *c, const char *line, size_t len, void *userdata);
-	/* A line longer than max_line was skipped. */
-	void (*too_large)(struct ward__lineconn *c, size_t len, void *userdata);
+	/*
+	 * A line longer than max_line was skipped; prefix holds its first bytes
+	 * (so that a request id in them can still be answered).
+	 */
+	void (*too_large)(struct ward__lineconn *c, const char *prefix, size_t len,
+			  void *userdata);
 	/*
 	 * The input ended (EOF or a read error, error = -errno or 0). Output may
 	 * still be queued: see ward__lineconn_flush().

@@ -785,13 +785,14 @@ static void on_line(struct ward__lineconn *c, const char *line, size_t len, void
 	ward__rpc_msg_release(&msg);
 }
 
-static void on_too_large(struct ward__lineconn *c, size_t len, void *userdata)
+static void on_too_large(struct ward__lineconn *c, const char *prefix, size_t len,
+			 void *userdata)
 {
 	struct mcp *m = userdata;
 	struct ward__rpc_failure f;
 	struct ward__buf b;
 
-	ward__rpc_fail_oversized(&m->codec, "", 0, &f);
+	ward__rpc_fail_oversized(&m->codec, prefix, len, &f);
 	ward__buf_init(&b, 64 * 1024);
 	if (ward__rpc_encode_failure(&m->codec, &b, &f) >= 0)
 		ward__lineconn_send(m->conn, b.data, b.len);

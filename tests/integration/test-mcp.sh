@@ -78,7 +78,8 @@ import sys
 sys.stdout.write("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\",\"params\":{\"x\":\"" + "a" * (17 << 20) + "\"}}\n")
 sys.stdout.write("{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"ping\"}\n")' >"$T/big"
 	mcp <"$T/big"
-	grep -q '"error":{"code":-32600' "$T/.run/stdout" || fail "an oversized message gets -32600"
+	jget "$(reply 1)" 'm["error"]["code"]' | grep -qx -- -32600 ||
+		fail "an oversized message gets -32600 with its id"
 	jget "$(reply 2)" 'm["result"]' | grep -qx '{}' || fail "the next message is served"
 }
 
