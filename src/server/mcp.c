@@ -193,6 +193,20 @@ static json_t *prop(const char *type, const char *description)
 	return json_pack("{s:s, s:s}", "type", type, "description", description);
 }
 
+/* ward's extensions of exec_command and write_stdin: return early on output. */
+static void add_until_props(json_t *props)
+{
+	json_object_set_new(props, "until",
+			    prop("string",
+				 "Return as soon as the output of this call contains this text "
+				 "(a prompt such as \">>> \", or \"Listening on\") instead of "
+				 "waiting out yield_time_ms, which stays the longest wait."));
+	json_object_set_new(props, "until_any_output",
+			    prop("boolean",
+				 "Return as soon as any output arrives (yield_time_ms "
+				 "stays the longest wait)."));
+}
+
 static json_t *reply_output_schema(void)
 {
 	return json_pack("{s:s, s:{s:{s:s}, s:{s:s}, s:{s:s}, s:{s:s}, s:{s:s}, s:{s:s}, s:{s:s},"
@@ -250,6 +264,7 @@ static json_t *tools_list(struct mcp *m)
 			    prop("boolean",
 				 "Run the shell as a login shell (-lc, default "
 				 "true) or not (-c)."));
+	add_until_props(props);
 	t = json_pack(
 		"{s:s, s:s, s:s, s:{s:s, s:o, s:[s], s:b}, s:o}", "name", "exec_command", "title",
 		"Run a command in a sandbox", "description",
@@ -288,6 +303,7 @@ static json_t *tools_list(struct mcp *m)
 				 "the process exits."));
 	json_object_set_new(props, "max_output_tokens",
 			    prop("integer", "Most tokens of output to return (default 10000)."));
+	add_until_props(props);
 	t = json_pack(
 		"{s:s, s:s, s:s, s:{s:s, s:o, s:[s], s:b}, s:o}", "name", "write_stdin", "title",
 		"Write to a session", "description",
@@ -515,8 +531,8 @@ static struct pending *pending_new(struct mcp *m, const struct ward__rpc_msg *ms
 static json_t *call_exec(struct mcp *m, struct pending *p, const json_t *args)
 {
 	static const char *const keys[] = {
-		"cmd",	 "workdir", "tty", "yield_time_ms", "max_output_tokens",
-		"shell", "login",   NULL};
+		"cmd",	 "workdir", "tty",   "yield_time_ms",	 "max_output_tokens",
+		"shell", "login",   "until", "until_any_output", NULL};
 	struct ward__exec_args a = {.yield_ms = -1, .max_output_tokens = -1, .login = -1};
 	struct ward_error e = {0};
 	char why[160];
@@ -530,6 +546,8 @@ static json_t *call_exec(struct mcp *m, struct pending *p, const json_t *args)
 	    arg_int(args, "yield_time_ms", 0, INT32_MAX, &a.yield_ms, why, sizeof(why)) < 0 ||
 	    arg_int(args, "max_output_tokens", 0, INT32_MAX, &a.max_output_tokens, why,
 		    sizeof(why)) < 0 ||
+	    arg_str(args, "until", &a.until, &a.until_len, why, sizeof(why)) < 0 ||
+	    arg_bool(args, "until_any_output", &a.until_any_output, why, sizeof(why)) < 0 ||
 	    arg_str(args, "shell", &a.shell, NULL, why, sizeof(why)) < 0 ||
 	    (q = arg_bool(args, "login", &login, why, sizeof(why))) < 0)
 		return tool_error(m, "invalid arguments: %s", why);
@@ -544,8 +562,9 @@ static json_t *call_exec(struct mcp *m, struct pending *p, const json_t *args)
 
 static json_t *call_write(struct mcp *m, struct pending *p, const json_t *args)
 {
-	static const char *const keys[] = {"session_id", "chars", "yield_time_ms",
-					   "max_output_tokens", NULL};
+	static const char *const keys[] = {
+		"session_id",	    "chars", "yield_time_ms", "max_output_tokens", "until",
+		"until_any_output", NULL};
 	struct ward__write_args a = {.chars = "", .yield_ms = -1, .max_output_tokens = -1};
 	struct ward_error e = {0};
 	int64_t id = -1;
@@ -553,6 +572,8 @@ static json_t *call_write(struct mcp *m, struct pending *p, const json_t *args)
 
 	if (!check_keys(args, keys, why, sizeof(why)) ||
 	    arg_int(args, "session_id", 0, INT32_MAX, &id, why, sizeof(why)) < 0 ||
+	    arg_str(args, "until", &a.until, &a.until_len, why, sizeof(why)) < 0 ||
+	    arg_bool(args, "until_any_output", &a.until_any_output, why, sizeof(why)) < 0 ||
 	    arg_str(args, "chars", &a.chars, &a.len, why, sizeof(why)) < 0 ||
 	    arg_int(args, "yield_time_ms", 0, INT32_MAX, &a.yield_ms, why, sizeof(why)) < 0 ||
 	    arg_int(args, "max_output_tokens", 0, INT32_MAX, &a.max_output_tokens, why,
@@ -785,8 +806,7 @@ static void on_line(struct ward__lineconn *c, const char *line, size_t len, void
 	ward__rpc_msg_release(&msg);
 }
 
-static void on_too_large(struct ward__lineconn *c, const char *prefix, size_t len,
-			 void *userdata)
+static void on_too_large(struct ward__lineconn *c, const char *prefix, size_t len, void *userdata)
 {
 	struct mcp *m = userdata;
 	struct ward__rpc_failure f;

@@ -49,6 +49,12 @@ struct call {
 	int64_t max_tokens;
 	char *chars; /* a queued write's bytes */
 	size_t len;
+	char *until; /* end the call once the output since its start contains this */
+	size_t until_len;
+	bool until_any_output;
+	/* The last until_len - 1 bytes seen, so that a match split across reads is found. */
+	char *window;
+	size_t window_len;
 	uint64_t yield_timer, post_exit_timer, progress_timer, kick_timer;
 	uint64_t progress_interval_ms;
 	ward__session_progress_fn progress;
@@ -381,6 +387,46 @@ static void session_free(struct session *se, const char *why)
 	free(se);
 }
 
+static void call_complete(struct call *c);
+
+static void on_kick_complete(struct ward__loop *l, void *userdata)
+{
+	struct call *c = userdata;
+
+	c->kick_timer = 0;
+	call_complete(c);
+}
+
+/*
+ * Whether the output the call has seen now meets its `until`: searched in
+ * what came since the call began, across read boundaries (the last
+ * until_len - 1 bytes of earlier reads are kept for that).
+ */
+static bool until_met(struct call *c, const uint8_t *data, size_t len)
+{
+	size_t keep;
+	char *joined;
+	bool found;
+
+	if (c->kick_timer)
+		return false; /* Already completing. */
+	if (c->until_any_output)
+		return len > 0;
+	if (!c->until)
+		return false;
+	joined = malloc(c->window_len + len);
+	if (!joined)
+		return false;
+	memcpy(joined, c->window, c->window_len);
+	memcpy(joined + c->window_len, data, len);
+	found = memmem(joined, c->window_len + len, c->until, c->until_len) != NULL;
+	keep = MIN(c->until_len - 1, c->window_len + len);
+	memcpy(c->window, joined + c->window_len + len - keep, keep);
+	c->window_len = keep;
+	free(joined);
+	return found;
+}
+
 static void on_output(struct ward__proc *p, enum ward__proc_stream stream, const uint8_t *data,
 		      size_t len, void *userdata)
 {
@@ -388,6 +434,9 @@ static void on_output(struct ward__proc *p, enum ward__proc_stream stream, const
 
 	/* Only -ENOMEM can fail here; the bytes are then lost, the session goes on. */
 	ward__capture_append(&se->out, data, len);
+	if (se->active && until_met(se->active, data, len))
+		ward__loop_add_timer(se->store->loop, 0, on_kick_complete, se->active,
+				     &se->active->kick_timer);
 }
 
 static void check_call(struct call *c);
@@ -449,6 +498,8 @@ static void call_free(struct ward__sessions *s, struct call *c)
 		c->next_all->prev_all = c->prev_all;
 	s->n_calls--;
 	free(c->chars);
+	free(c->until);
+	free(c->window);
 	free(c);
 }
 
@@ -713,6 +764,24 @@ static struct call *call_new(struct ward__sessions *s, enum call_kind kind,
 	s->calls = c;
 	s->n_calls++;
 	return c;
+}
+
+static int call_set_until(struct call *c, const char *until, size_t len, bool any,
+			  struct ward_error *err)
+{
+	c->until_any_output = any;
+	if (!until || len == 0)
+		return 0;
+	if (len > WARD_SESSION_UNTIL_MAX)
+		return ward__error(err, -E2BIG, "session", "until is longer than %d bytes",
+				   WARD_SESSION_UNTIL_MAX);
+	c->until = malloc(len);
+	c->window = malloc(len);
+	if (!c->until || !c->window)
+		return ward__error(err, -ENOMEM, "session", "out of memory");
+	memcpy(c->until, until, len);
+	c->until_len = len;
+	return 0;
 }
 
 /* Queues a call behind the running one, or begins it. */
@@ -1084,6 +1153,12 @@ int ward__sessions_exec(struct ward__sessions *s, const struct ward__exec_args *
 				      WARD_EXEC_YIELD_MIN_MS, WARD_EXEC_YIELD_MAX_MS) *
 		1000000;
 	c->max_tokens = tokens_arg(a->max_output_tokens);
+	r = call_set_until(c, a->until, a->until_len, a->until_any_output, err);
+	if (r < 0) {
+		call_free(s, c);
+		session_free(se, "out of memory");
+		return r;
+	}
 	if (ret_call)
 		*ret_call = c->id;
 	call_enqueue(se, c, NULL);
@@ -1135,7 +1210,9 @@ int ward__sessions_write(struct ward__sessions *s, const struct ward__write_args
 	}
 	c->yield_ns = (uint64_t)y * 1000000;
 	c->max_tokens = tokens_arg(a->max_output_tokens);
-	r = call_enqueue(se, c, err);
+	r = call_set_until(c, a->until, a->until_len, a->until_any_output, err);
+	if (r >= 0)
+		r = call_enqueue(se, c, err);
 	if (r < 0) {
 		call_free(s, c);
 		return r;

@@ -65,6 +65,10 @@ struct ward__exec_args {
 	int login; /* < 0: the store's default */
 	unsigned short rows, cols; /* tty size; 0: 24x80 */
 	bool unsandboxed; /* approved to run outside the sandbox (danger-full-access) */
+	/* ward's extensions (see struct ward__yield_until). */
+	const char *until;
+	size_t until_len;
+	bool until_any_output;
 };
 
 struct ward__write_args {
@@ -73,7 +77,19 @@ struct ward__write_args {
 	size_t len;
 	int64_t yield_ms;
 	int64_t max_output_tokens;
+	/*
+	 * ward's extensions, not Codex's: the call also ends as soon as the output
+	 * produced during it contains until (a prompt, "Listening on"), or as soon
+	 * as any output came with until_any_output; the yield window is then only
+	 * the longest wait. Codex always waits the whole window.
+	 */
+	const char *until;
+	size_t until_len;
+	bool until_any_output;
 };
+
+/* Longest `until` text. */
+#define WARD_SESSION_UNTIL_MAX 4096
 
 /* What a call returns: Codex's result fields, plus the denials seen during the call. */
 struct ward__session_reply {

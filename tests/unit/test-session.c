@@ -909,6 +909,47 @@ TEST(cancelled_call_keeps_its_session)
 	ward__loop_free(l);
 }
 
+TEST(until_ends_a_call_when_the_text_appears)
+{
+	struct ward__loop *l;
+	struct ward__sessions *s;
+	struct ward__exec_args a = {.cmd = "echo one; sleep 0.3; printf 'read'; sleep 0.2; printf 'y> '; sleep 100",
+				    .yield_ms = 30000, .max_output_tokens = -1, .login = -1,
+				    .until = "ready> ", .until_len = 7};
+	struct ward__write_args wa = {.chars = "ping\n", .len = 5, .yield_ms = 30000,
+				      .max_output_tokens = -1, .until_any_output = true};
+	struct waiter w = {0}, w2 = {0};
+
+	ASSERT_OK(ward__loop_new(&l));
+	s = new_store(l, 0);
+	/* The match straddles two writes; the call ends there, long before its 30 s window. */
+	ASSERT_OK(ward__sessions_exec(s, &a, on_done, &w, NULL, NULL));
+	wait_for(l, &w, 20000);
+	ASSERT_FALSE(w.r->exited);
+	ASSERT_STREQ(w.r->output, "one\nready> ");
+	ASSERT_TRUE(w.r->wall_ns < 20ULL * 1000000000);
+	ward__session_reply_free(w.r);
+	ward__sessions_free(s);
+
+	/* until_any_output: an echoing terminal answers, the call returns with it. */
+	s = new_store(l, 0);
+	w = (struct waiter){0};
+	a = (struct ward__exec_args){.cmd = "stty -echo; echo go; exec cat", .tty = true,
+				     .yield_ms = 10000, .max_output_tokens = -1, .login = -1,
+				     .until = "go", .until_len = 2};
+	ASSERT_OK(ward__sessions_exec(s, &a, on_done, &w, NULL, NULL));
+	wait_for(l, &w, 20000);
+	wa.session_id = w.r->session_id;
+	ward__session_reply_free(w.r);
+	ASSERT_OK(ward__sessions_write(s, &wa, on_done, &w2, NULL, NULL));
+	wait_for(l, &w2, 20000);
+	ASSERT_STREQ(w2.r->output, "ping\r\n");
+	ASSERT_TRUE(w2.r->wall_ns < 20ULL * 1000000000);
+	ward__session_reply_free(w2.r);
+	ward__sessions_free(s);
+	ward__loop_free(l);
+}
+
 TEST(truncation_keeps_utf8_sequences_whole)
 {
 	const char *s = "\xf0\x9f\x98\x80\xf0\x9f\x98\x80\xf0\x9f\x98\x80\xf0\x9f\x98\x80"
