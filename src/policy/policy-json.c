@@ -223,6 +223,16 @@ static int parse_codex(json_t *root, struct parsed *x, const char *origin, struc
 	return 0;
 }
 
+/* Codex's PermissionProfile is tagged managed/disabled/external; its legacy policy otherwise. */
+static bool is_permission_profile(json_t *root)
+{
+	const char *t = json_string_value(json_object_get(root, "type"));
+
+	return t &&
+		(strcmp(t, "managed") == 0 || strcmp(t, "disabled") == 0 ||
+		 strcmp(t, "external") == 0);
+}
+
 static int merge_list(struct ward__strv *into, const struct ward__strv *from)
 {
 	if (into->n + from->n > WARD_POLICY_MAX_PATHS)
@@ -263,6 +273,15 @@ WARD_PUBLIC int ward_policy_load_json(struct ward_policy *p, const char *json, s
 		return ward__error(err, -EINVAL, "policy",
 				   "policy '%s': expected a JSON object at the top level", origin);
 
+	if (is_permission_profile(root)) {
+		/* Codex's PermissionProfile: its project roots are the policy's working directory. */
+		_cleanup_free_ char *cwd = p->cwd ? strdup(p->cwd) : ward__path_absolute(".");
+		char *roots[1] = {cwd};
+
+		if (!cwd)
+			return ward__error(err, -ENOMEM, "policy", "out of memory");
+		return ward__policy_apply_profile(p, root, roots, 1, origin, err);
+	}
 	r = json_object_get(root, "type") ? parse_codex(root, &x, origin, err)
 					  : parse_own(root, &x, origin, err);
 	if (r < 0)

@@ -106,5 +106,16 @@ WARD_INTERNAL const struct ward__protected *ward__policy_protected_for(const str
 WARD_INTERNAL const struct ward__deny *ward__policy_deny_for(const struct ward_policy *p,
 							     const char *path);
 
+/*
+ * Applies Codex's PermissionProfile (managed / disabled / external, see
+ * docs/policy.md) to p, all or nothing. roots are the absolute directories
+ * ":project_roots" stands for (the command's cwd first, then the workspace
+ * roots). What ward cannot enforce exactly is refused (-EOPNOTSUPP), malformed
+ * profiles -EINVAL, with err naming origin and the reason.
+ */
+WARD_INTERNAL int ward__policy_apply_profile(struct ward_policy *p, json_t *profile,
+					     char *const *roots, size_t n_roots, const char *origin,
+					     struct ward_error *err);
+
 /* The resolved policy as a JSON object (ward policy show; the caller adds "enforcement"). */
 WARD_INTERNAL json_t *ward__policy_to_json(const struct ward_policy *p);
