@@ -37,6 +37,7 @@ struct ward__lineconn {
 	bool paused_by_queue;
 	bool input_done;
 	bool output_dead;
+	bool drain_pending; /* the queue drained: tell the owner from the event handler */
 	unsigned depth;
 	bool dead;
 };
@@ -77,10 +78,12 @@ static void check_water(struct ward__lineconn *c)
 {
 	size_t q = c->out.len - c->out_off;
 
-	if (!c->paused_by_queue && q > c->lim.high_water)
+	if (!c->paused_by_queue && q > c->lim.high_water) {
 		c->paused_by_queue = true;
-	else if (c->paused_by_queue && q <= c->lim.high_water / 4)
+	} else if (c->paused_by_queue && q <= c->lim.high_water / 4) {
 		c->paused_by_queue = false;
+		c->drain_pending = true;
+	}
 }
 
 static void fail_output(struct ward__lineconn *c, int error)
@@ -195,6 +198,11 @@ static void on_io(struct ward__loop *l, int fd, uint32_t events, void *userdata)
 	c->depth++;
 	if ((events & (EPOLLOUT | EPOLLERR)) && (fd == c->out_fd) && !c->output_dead) {
 		write_out(c);
+		if (c->drain_pending && !c->dead) {
+			c->drain_pending = false;
+			if (c->ops.drained)
+				c->ops.drained(c, c->userdata);
+		}
 		/* The queue drained below the water mark: go on with lines already read. */
 		if (!c->dead && input_wanted(c) && c->rlen > c->roff)
 			frame(c);
@@ -320,6 +328,11 @@ int ward__lineconn_send(struct ward__lineconn *c, const void *data, size_t len)
 	write_out(c);
 	leave(c);
 	return 0;
+}
+
+bool ward__lineconn_congested(const struct ward__lineconn *c)
+{
+	return c->paused_by_queue;
 }
 
 size_t ward__lineconn_queued(const struct ward__lineconn *c)

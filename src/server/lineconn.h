@@ -33,13 +33,14 @@ struct ward__lineconn_ops {
 	 * A line longer than max_line was skipped; prefix holds its first bytes
 	 * (so that a request id in them can still be answered).
 	 */
-	void (*too_large)(struct ward__lineconn *c, const char *prefix, size_t len,
-			  void *userdata);
+	void (*too_large)(struct ward__lineconn *c, const char *prefix, size_t len, void *userdata);
 	/*
 	 * The input ended (EOF or a read error, error = -errno or 0). Output may
 	 * still be queued: see ward__lineconn_flush().
 	 */
 	void (*input_closed)(struct ward__lineconn *c, int error, void *userdata);
+	/* Optional: the queue went back below high_water / 4 after being above high_water. */
+	void (*drained)(struct ward__lineconn *c, void *userdata);
 	/* The output side failed (the peer went away, -EPIPE...): nothing more can be sent. */
 	void (*output_failed)(struct ward__lineconn *c, int error, void *userdata);
 };
@@ -57,6 +58,8 @@ WARD_INTERNAL void ward__lineconn_free(struct ward__lineconn *c);
 /* Queues data plus a newline. data must not contain a newline (-EINVAL). */
 WARD_INTERNAL int ward__lineconn_send(struct ward__lineconn *c, const void *data, size_t len);
 WARD_INTERNAL size_t ward__lineconn_queued(const struct ward__lineconn *c);
+/* True while more than high_water bytes wait (input is not read meanwhile). */
+WARD_INTERNAL bool ward__lineconn_congested(const struct ward__lineconn *c);
 /* Stops (or resumes) reading input, whatever the queue. */
 WARD_INTERNAL void ward__lineconn_pause(struct ward__lineconn *c, bool pause);
 /*

@@ -21,6 +21,7 @@
 #include "basic/util.h"
 #include "exec/exec.h"
 #include "rpc/jsonrpc.h"
+#include "server/args.h"
 #include "server/lineconn.h"
 #include "server/mcp.h"
 #include "session/session.h"
@@ -353,100 +354,6 @@ static json_t *tools_list(struct mcp *m)
 
 /* ------------------------------------------------------------ tools: arguments */
 
-/* Refuses arguments the schema does not have (additionalProperties: false). */
-static bool check_keys(const json_t *args, const char *const *allowed, char *why, size_t size)
-{
-	const char *key;
-	json_t *v;
-
-	json_object_foreach((json_t *)args, key, v)
-	{
-		bool ok = false;
-
-		for (const char *const *a = allowed; *a; a++)
-			if (strcmp(*a, key) == 0)
-				ok = true;
-		if (!ok) {
-			snprintf(why, size, "unknown argument '%.64s'", key);
-			return false;
-		}
-	}
-	return true;
-}
-
-/*
- * An integer argument: a JSON integer, an integral number (a model may write
- * 1000.0) or a string of digits. 0 absent (ret untouched), 1 present, -1 bad.
- */
-static int arg_int(const json_t *args, const char *name, int64_t lo, int64_t hi, int64_t *ret,
-		   char *why, size_t size)
-{
-	json_t *v = json_object_get(args, name);
-	int64_t n;
-
-	if (!v || json_is_null(v))
-		return 0;
-	if (json_is_integer(v)) {
-		n = json_integer_value(v);
-	} else if (json_is_real(v) && json_real_value(v) == (double)(int64_t)json_real_value(v) &&
-		   json_real_value(v) >= -9e15 && json_real_value(v) <= 9e15) {
-		n = (int64_t)json_real_value(v);
-	} else if (json_is_string(v)) {
-		uint64_t u;
-
-		if (ward__parse_u64(json_string_value(v), &u) < 0 || u > INT64_MAX) {
-			snprintf(why, size, "'%s' must be an integer", name);
-			return -1;
-		}
-		n = (int64_t)u;
-	} else {
-		snprintf(why, size, "'%s' must be an integer", name);
-		return -1;
-	}
-	if (n < lo || n > hi) {
-		snprintf(why, size, "'%s' must be between %lld and %lld", name, (long long)lo,
-			 (long long)hi);
-		return -1;
-	}
-	*ret = n;
-	return 1;
-}
-
-static int arg_bool(const json_t *args, const char *name, bool *ret, char *why, size_t size)
-{
-	json_t *v = json_object_get(args, name);
-
-	if (!v || json_is_null(v))
-		return 0;
-	if (!json_is_boolean(v)) {
-		snprintf(why, size, "'%s' must be true or false", name);
-		return -1;
-	}
-	*ret = json_is_true(v);
-	return 1;
-}
-
-static int arg_str(const json_t *args, const char *name, const char **ret, size_t *ret_len,
-		   char *why, size_t size)
-{
-	json_t *v = json_object_get(args, name);
-
-	if (!v || json_is_null(v))
-		return 0;
-	if (!json_is_string(v)) {
-		snprintf(why, size, "'%s' must be a string", name);
-		return -1;
-	}
-	*ret = json_string_value(v);
-	if (ret_len)
-		*ret_len = json_string_length(v);
-	else if (strlen(*ret) != json_string_length(v)) {
-		snprintf(why, size, "'%s' must not contain NUL characters", name);
-		return -1;
-	}
-	return 1;
-}
-
 /* ------------------------------------------------------------ tools: calls */
 
 static void pending_free(struct mcp *m, struct pending *p)
@@ -539,17 +446,17 @@ static json_t *call_exec(struct mcp *m, struct pending *p, const json_t *args)
 	bool login = true;
 	int q;
 
-	if (!check_keys(args, keys, why, sizeof(why)) ||
-	    arg_str(args, "cmd", &a.cmd, NULL, why, sizeof(why)) < 0 ||
-	    arg_str(args, "workdir", &a.workdir, NULL, why, sizeof(why)) < 0 ||
-	    arg_bool(args, "tty", &a.tty, why, sizeof(why)) < 0 ||
-	    arg_int(args, "yield_time_ms", 0, INT32_MAX, &a.yield_ms, why, sizeof(why)) < 0 ||
-	    arg_int(args, "max_output_tokens", 0, INT32_MAX, &a.max_output_tokens, why,
-		    sizeof(why)) < 0 ||
-	    arg_str(args, "until", &a.until, &a.until_len, why, sizeof(why)) < 0 ||
-	    arg_bool(args, "until_any_output", &a.until_any_output, why, sizeof(why)) < 0 ||
-	    arg_str(args, "shell", &a.shell, NULL, why, sizeof(why)) < 0 ||
-	    (q = arg_bool(args, "login", &login, why, sizeof(why))) < 0)
+	if (!ward__check_keys(args, keys, why, sizeof(why)) ||
+	    ward__arg_str(args, "cmd", &a.cmd, NULL, why, sizeof(why)) < 0 ||
+	    ward__arg_str(args, "workdir", &a.workdir, NULL, why, sizeof(why)) < 0 ||
+	    ward__arg_bool(args, "tty", &a.tty, why, sizeof(why)) < 0 ||
+	    ward__arg_int(args, "yield_time_ms", 0, INT32_MAX, &a.yield_ms, why, sizeof(why)) < 0 ||
+	    ward__arg_int(args, "max_output_tokens", 0, INT32_MAX, &a.max_output_tokens, why,
+			  sizeof(why)) < 0 ||
+	    ward__arg_str(args, "until", &a.until, &a.until_len, why, sizeof(why)) < 0 ||
+	    ward__arg_bool(args, "until_any_output", &a.until_any_output, why, sizeof(why)) < 0 ||
+	    ward__arg_str(args, "shell", &a.shell, NULL, why, sizeof(why)) < 0 ||
+	    (q = ward__arg_bool(args, "login", &login, why, sizeof(why))) < 0)
 		return tool_error(m, "invalid arguments: %s", why);
 	if (!a.cmd)
 		return tool_error(m, "invalid arguments: 'cmd' is required");
@@ -570,14 +477,14 @@ static json_t *call_write(struct mcp *m, struct pending *p, const json_t *args)
 	int64_t id = -1;
 	char why[160];
 
-	if (!check_keys(args, keys, why, sizeof(why)) ||
-	    arg_int(args, "session_id", 0, INT32_MAX, &id, why, sizeof(why)) < 0 ||
-	    arg_str(args, "until", &a.until, &a.until_len, why, sizeof(why)) < 0 ||
-	    arg_bool(args, "until_any_output", &a.until_any_output, why, sizeof(why)) < 0 ||
-	    arg_str(args, "chars", &a.chars, &a.len, why, sizeof(why)) < 0 ||
-	    arg_int(args, "yield_time_ms", 0, INT32_MAX, &a.yield_ms, why, sizeof(why)) < 0 ||
-	    arg_int(args, "max_output_tokens", 0, INT32_MAX, &a.max_output_tokens, why,
-		    sizeof(why)) < 0)
+	if (!ward__check_keys(args, keys, why, sizeof(why)) ||
+	    ward__arg_int(args, "session_id", 0, INT32_MAX, &id, why, sizeof(why)) < 0 ||
+	    ward__arg_str(args, "until", &a.until, &a.until_len, why, sizeof(why)) < 0 ||
+	    ward__arg_bool(args, "until_any_output", &a.until_any_output, why, sizeof(why)) < 0 ||
+	    ward__arg_str(args, "chars", &a.chars, &a.len, why, sizeof(why)) < 0 ||
+	    ward__arg_int(args, "yield_time_ms", 0, INT32_MAX, &a.yield_ms, why, sizeof(why)) < 0 ||
+	    ward__arg_int(args, "max_output_tokens", 0, INT32_MAX, &a.max_output_tokens, why,
+			  sizeof(why)) < 0)
 		return tool_error(m, "invalid arguments: %s", why);
 	if (id < 0)
 		return tool_error(m, "invalid arguments: 'session_id' is required");
@@ -594,8 +501,8 @@ static json_t *call_kill(struct mcp *m, struct pending *p, const json_t *args)
 	int64_t id = -1;
 	char why[160];
 
-	if (!check_keys(args, keys, why, sizeof(why)) ||
-	    arg_int(args, "session_id", 0, INT32_MAX, &id, why, sizeof(why)) < 0)
+	if (!ward__check_keys(args, keys, why, sizeof(why)) ||
+	    ward__arg_int(args, "session_id", 0, INT32_MAX, &id, why, sizeof(why)) < 0)
 		return tool_error(m, "invalid arguments: %s", why);
 	if (id < 0)
 		return tool_error(m, "invalid arguments: 'session_id' is required");
@@ -610,7 +517,7 @@ static json_t *call_list(struct mcp *m, const json_t *args)
 	json_t *list;
 	char why[160], *text;
 
-	if (!check_keys(args, keys, why, sizeof(why)))
+	if (!ward__check_keys(args, keys, why, sizeof(why)))
 		return tool_error(m, "invalid arguments: %s", why);
 	list = ward__sessions_list(m->sessions);
 	if (!list)
