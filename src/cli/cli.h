@@ -62,5 +62,6 @@ int cli_run(int argc, char **argv);
 int cli_policy(int argc, char **argv);
 int cli_doctor(int argc, char **argv);
 int cli_mcp(int argc, char **argv);
+int cli_serve(int argc, char **argv);
 /* The --json branch of `ward run` (run-json.c): returns ward's exit status. */
 int cli_run_json(struct cli_run_args *a);

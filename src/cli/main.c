@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: MIT */
+#include <limits.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli/cli.h"
 
@@ -14,11 +16,38 @@ static const char main_help[] =
 	"  policy show [OPTIONS]             print the resolved policy and this host's enforcement\n"
 	"  doctor [--json]                   report the kernel features and the guarantees given here\n"
 	"  mcp [OPTIONS]                     serve MCP tools on stdio (see 'ward mcp --help')\n"
+	"  serve [OPTIONS]                   serve Codex's exec-server protocol (see 'ward serve --help')\n"
 	"  help                              show this help\n"
 	"\n"
 	"Options:\n"
 	"  -h, --help                        show this help\n"
 	"      --version                     show the version\n";
+
+/*
+ * `ward serve` is the program ward-serve: installed in WARD_LIBEXECDIR, or
+ * beside this ward (the build tree).
+ */
+static int cli_exec_serve(int argc, char **argv)
+{
+	char self[PATH_MAX], path[PATH_MAX + 16];
+	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	char *slash;
+
+	if (n > 0) {
+		self[n] = '\0';
+		slash = strrchr(self, '/');
+		if (slash) {
+			*slash = '\0';
+			snprintf(path, sizeof(path), "%s/ward-serve", self);
+			if (access(path, X_OK) == 0)
+				execv(path, argv);
+		}
+	}
+	snprintf(path, sizeof(path), "%s/ward-serve", WARD_LIBEXECDIR);
+	execv(path, argv);
+	cli_errorf("serve: cannot run '%s': %s", path, strerror(errno));
+	return WARD_EXIT_FAILURE;
+}
 
 int main(int argc, char **argv)
 {
@@ -34,6 +63,8 @@ int main(int argc, char **argv)
 		return cli_doctor(argc - 1, argv + 1);
 	if (strcmp(argv[1], "mcp") == 0)
 		return cli_mcp(argc - 1, argv + 1);
+	if (strcmp(argv[1], "serve") == 0)
+		return cli_exec_serve(argc - 1, argv + 1);
 	if (strcmp(argv[1], "help") == 0 || strcmp(argv[1], "--help") == 0 ||
 	    strcmp(argv[1], "-h") == 0) {
 		fputs(main_help, stdout);

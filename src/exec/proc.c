@@ -425,6 +425,7 @@ int ward__proc_start(struct ward__loop *l, const struct ward__proc_spec *spec,
 
 	so.policy = spec->policy;
 	so.argv = spec->argv;
+	so.exec_path = spec->exec_path;
 	so.envp = spec->envp;
 	so.observe_fs = !spec->no_observe_fs;
 	so.quiet_fallback = true;

@@ -46,6 +46,7 @@ struct ward__proc_spec {
 	/* Resolved; must stay valid until ward__proc_free() (the sandbox reads it). */
 	const struct ward_policy *policy;
 	char *const *argv; /* copied by the spawn (the child's memory is a copy) */
+	const char *exec_path; /* the program when it is not argv[0] (argv[0] is then its arg0) */
 	char *const *envp; /* NULL: the caller's environ */
 	bool tty; /* one pty for stdin, stdout and stderr */
 	unsigned short rows, cols; /* the pty's size; 0: 24x80 */

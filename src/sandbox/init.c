@@ -75,17 +75,17 @@ static const char *env_get(char *const *envp, const char *name)
  * execvpe() looks PATH up in ward's own environment; the command's
  * environment is built from a policy, so search the PATH it will see.
  */
-static int exec_search(char *const *argv, char *const *envp)
+static int exec_search(const char *name, char *const *argv, char *const *envp)
 {
 	const char *path, *p;
 	int saved = ENOENT;
 	char buf[PATH_MAX];
 
 	/* An empty name is not found (as execvp), not a directory of PATH. */
-	if (!argv[0][0])
+	if (!name[0])
 		return -ENOENT;
-	if (strchr(argv[0], '/')) {
-		execve(argv[0], argv, envp);
+	if (strchr(name, '/')) {
+		execve(name, argv, envp);
 		return -errno;
 	}
 	path = env_get(envp, "PATH");
@@ -96,9 +96,9 @@ static int exec_search(char *const *argv, char *const *envp)
 		size_t dl = (size_t)(end - p);
 
 		if (dl == 0)
-			snprintf(buf, sizeof(buf), "%s", argv[0]);
+			snprintf(buf, sizeof(buf), "%s", name);
 		else
-			snprintf(buf, sizeof(buf), "%.*s/%s", (int)dl, p, argv[0]);
+			snprintf(buf, sizeof(buf), "%.*s/%s", (int)dl, p, name);
 		execve(buf, argv, envp);
 		/*
 		 * EACCES on one entry must not hide a later match, but is remembered
@@ -304,8 +304,9 @@ _noreturn_ static void command_main(const struct ward__spawn_opts *o, int report
 	if (sock >= 0)
 		close(sock);
 
-	r = exec_search(o->argv, envp);
-	ward__error(&e, r, "exec", "cannot execute '%s': %m", o->argv[0]);
+	r = exec_search(o->exec_path ? o->exec_path : o->argv[0], o->argv, envp);
+	ward__error(&e, r, "exec", "cannot execute '%s': %m",
+		    o->exec_path ? o->exec_path : o->argv[0]);
 	cmd_fail(report_fd, r == -ENOENT ? 127 : 126, &e);
 }
 

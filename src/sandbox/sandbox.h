@@ -215,6 +215,8 @@ WARD_INTERNAL void ward__supervisor_release(struct ward__supervisor *s);
 struct ward__spawn_opts {
 	const struct ward_policy *policy; /* resolved */
 	char *const *argv;
+	/* The program to execute (looked up in PATH), when not argv[0] (an arg0 of its own). */
+	const char *exec_path;
 	char *const *envp; /* NULL: the caller's environ */
 	int stdio[3]; /* fds that become 0, 1, 2 in the command; -1: inherit the same fd */
 	int tty_fd; /* a pty slave to make the controlling terminal, or -1 */

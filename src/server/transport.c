@@ -516,8 +516,8 @@ static void lc_too_large(struct ward__lineconn *lc, const char *prefix, size_t l
 {
 	struct ward__conn *c = ud;
 
-	/* Handed to the server as an oversized message: it answers with the id in the prefix. */
-	c->h->message(c, prefix, len, c->userdata);
+	if (!c->closing && !c->dead && c->h->too_large)
+		c->h->too_large(c, prefix, len, c->userdata);
 }
 
 static void on_stdio_finish(struct ward__loop *l, void *userdata)

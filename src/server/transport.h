@@ -23,6 +23,12 @@ struct ward__conn_handler {
 	void *(*opened)(struct ward__conn *c, void *server_userdata);
 	/* One message (valid during the call). */
 	void (*message)(struct ward__conn *c, const char *data, size_t len, void *conn_userdata);
+	/*
+	 * A message over the size limit (newline transports; WebSocket closes with
+	 * 1009 instead): its first bytes, to answer with the id they hold.
+	 */
+	void (*too_large)(struct ward__conn *c, const char *prefix, size_t len,
+			  void *conn_userdata);
 	/* The send queue went back below its low-water mark after being congested. */
 	void (*drained)(struct ward__conn *c, void *conn_userdata);
 	/* The connection is gone; c is freed right after this returns. */

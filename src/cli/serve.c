@@ -1,0 +1,426 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * `ward serve`: the exec server (src/server/execserver.c) on stdio, on
+ * WebSocket listeners (TCP on loopback) and on unix sockets, with a bearer
+ * token by default. Takes the policy and environment options of `ward run`,
+ * applied to processes whose request names no sandbox of its own.
+ */
+#include <fcntl.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "basic/cleanup.h"
+#include "basic/loop.h"
+#include "basic/util.h"
+#include "cli/cli.h"
+#include "server/execserver.h"
+#include "server/transport.h"
+
+static const char serve_help[] =
+	"Usage: ward serve [OPTIONS]\n"
+	"\n"
+	"Serve Codex's exec-server protocol (docs/protocol.md): clients start processes,\n"
+	"read their output, write to them, signal them, and use the filesystem, each\n"
+	"process in a sandbox of its own. Clients written for 'codex exec-server' work\n"
+	"unchanged.\n"
+	"\n"
+	"Listening (repeatable; default ws://127.0.0.1:0):\n"
+	"      --listen stdio           one client on stdin/stdout (JSON per line); ward exits\n"
+	"                               when it closes\n"
+	"      --listen ws://IP:PORT    WebSocket on TCP (port 0 picks one); the bound URL is\n"
+	"                               printed on stdout\n"
+	"      --listen unix:PATH       WebSocket on a unix socket (created 0600)\n"
+	"      --token-file FILE        bearer token clients must send (Authorization: Bearer);\n"
+	"                               created 0600 with a random token when absent (default\n"
+	"                               $XDG_RUNTIME_DIR/ward/serve.token)\n"
+	"      --no-auth                no token (loopback and unix sockets only)\n"
+	"      --allow-remote           allow a non-loopback ws:// address (with a token)\n"
+	"\n"
+	"Processes:\n"
+	"      --allow-unsandboxed      run processes without a sandbox when a request names\n"
+	"                               none, or asks for none (Codex's meaning); without it\n"
+	"                               every process gets the policy below or its own\n"
+	"      --max-connections N      clients at once (default 64)\n"
+	"      --max-processes N        processes per session (default 4096)\n"
+	"      --max-message BYTES      largest message from a client (default 16M)\n"
+	"      --retain-output BYTES    output kept per process for process/read (default 1M)\n"
+	"\n"
+	"Policy of processes whose request has no sandbox (as for 'ward run'):\n"
+	"  -s, --sandbox MODE, -C DIR, -w PATH, --protect PATH, --deny-read PATH,\n"
+	"      --network off|on, --allow-unix-socket PATH, --policy FILE,\n"
+	"      --exclude-slash-tmp, --exclude-tmpdir-env-var, --require-isolation\n"
+	"Environment of processes started with envPolicy:\n"
+	"      --env-inherit, --env-set, --env-exclude, --env-include-only,\n"
+	"      --env-default-excludes\n"
+	"  -h, --help                   show this help\n"
+	"      --version                show the version\n";
+
+enum {
+	OPT_LISTEN = CLI_EXTRA_OPTION_BASE,
+	OPT_TOKEN_FILE,
+	OPT_NO_AUTH,
+	OPT_ALLOW_REMOTE,
+	OPT_ALLOW_UNSANDBOXED,
+	OPT_MAX_CONNECTIONS,
+	OPT_MAX_PROCESSES,
+	OPT_MAX_MESSAGE,
+	OPT_RETAIN_OUTPUT,
+};
+
+static const struct option serve_options[] = {
+	{"listen", required_argument, NULL, OPT_LISTEN},
+	{"token-file", required_argument, NULL, OPT_TOKEN_FILE},
+	{"no-auth", no_argument, NULL, OPT_NO_AUTH},
+	{"allow-remote", no_argument, NULL, OPT_ALLOW_REMOTE},
+	{"allow-unsandboxed", no_argument, NULL, OPT_ALLOW_UNSANDBOXED},
+	{"max-connections", required_argument, NULL, OPT_MAX_CONNECTIONS},
+	{"max-processes", required_argument, NULL, OPT_MAX_PROCESSES},
+	{"max-message", required_argument, NULL, OPT_MAX_MESSAGE},
+	{"retain-output", required_argument, NULL, OPT_RETAIN_OUTPUT},
+	{0},
+};
+
+#define MAX_LISTENERS 8
+
+struct serve_args {
+	const char *listen[MAX_LISTENERS];
+	size_t n_listen;
+	const char *token_file;
+	bool no_auth;
+	bool allow_remote;
+	bool allow_unsandboxed;
+	uint64_t max_connections, max_processes, max_message, retain_output;
+};
+
+static int number(const char *opt, const char *arg, uint64_t lo, uint64_t hi, bool size,
+		  uint64_t *ret)
+{
+	uint64_t n;
+
+	if ((size ? ward__parse_size(arg, &n) : ward__parse_u64(arg, &n)) < 0 || n < lo || n > hi) {
+		cli_errorf("serve: %s '%s': expected a %s from %llu to %llu", opt, arg,
+			   size ? "byte count" : "number", (unsigned long long)lo,
+			   (unsigned long long)hi);
+		return -1;
+	}
+	*ret = n;
+	return 0;
+}
+
+static int handle_option(int c, const char *arg, void *userdata)
+{
+	struct serve_args *a = userdata;
+
+	switch (c) {
+	case OPT_LISTEN:
+		if (a->n_listen >= MAX_LISTENERS) {
+			cli_errorf("serve: --listen: at most %d listeners", MAX_LISTENERS);
+			return -1;
+		}
+		a->listen[a->n_listen++] = arg;
+		return 0;
+	case OPT_TOKEN_FILE:
+		a->token_file = arg;
+		return 0;
+	case OPT_NO_AUTH:
+		a->no_auth = true;
+		return 0;
+	case OPT_ALLOW_REMOTE:
+		a->allow_remote = true;
+		return 0;
+	case OPT_ALLOW_UNSANDBOXED:
+		a->allow_unsandboxed = true;
+		return 0;
+	case OPT_MAX_CONNECTIONS:
+		return number("--max-connections", arg, 1, 100000, false, &a->max_connections);
+	case OPT_MAX_PROCESSES:
+		return number("--max-processes", arg, 1, 1000000, false, &a->max_processes);
+	case OPT_MAX_MESSAGE:
+		return number("--max-message", arg, 4096, (uint64_t)1 << 30, true, &a->max_message);
+	case OPT_RETAIN_OUTPUT:
+		return number("--retain-output", arg, 4096, (uint64_t)1 << 30, true,
+			      &a->retain_output);
+	default:
+		return -1;
+	}
+}
+
+/* The default token file: per user, in a directory only the user can enter. */
+static char *default_token_file(void)
+{
+	const char *rt = getenv("XDG_RUNTIME_DIR"), *home = getenv("HOME");
+	char *dir = NULL, *path = NULL;
+
+	if (rt && rt[0] == '/') {
+		if (asprintf(&dir, "%s/ward", rt) < 0)
+			return NULL;
+	} else if (home && home[0] == '/') {
+		_cleanup_free_ char *state = NULL;
+
+		if (asprintf(&state, "%s/.local/state", home) < 0)
+			return NULL;
+		mkdir(state, 0700);
+		if (asprintf(&dir, "%s/ward", state) < 0)
+			return NULL;
+	} else {
+		return NULL;
+	}
+	mkdir(dir, 0700);
+	if (asprintf(&path, "%s/serve.token", dir) < 0)
+		path = NULL;
+	free(dir);
+	return path;
+}
+
+/*
+ * Reads the token, or creates the file (0600, a random 256-bit token) when it
+ * does not exist. A file others can read is refused: the token is the only
+ * thing between them and running commands as this user.
+ */
+static char *load_token(const char *path)
+{
+	_cleanup_close_ int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	char buf[4200];
+	struct stat st;
+	ssize_t n;
+
+	if (fd < 0 && errno == ENOENT) {
+		uint8_t rnd[32];
+		char tok[sizeof(rnd) * 2 + 2];
+
+		if (getrandom(rnd, sizeof(rnd), 0) != (ssize_t)sizeof(rnd)) {
+			cli_errorf("serve: cannot make a token: %s", strerror(errno));
+			return NULL;
+		}
+		for (size_t i = 0; i < sizeof(rnd); i++)
+			snprintf(tok + 2 * i, 3, "%02x", rnd[i]);
+		fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+		if (fd < 0 || ward__write_all(fd, tok, strlen(tok)) < 0 ||
+		    ward__write_all(fd, "\n", 1) < 0) {
+			cli_errorf("serve: cannot create the token file '%s': %s", path,
+				   strerror(errno));
+			return NULL;
+		}
+		fprintf(stderr, "ward serve: created the token file %s\n", path);
+		return strdup(tok);
+	}
+	if (fd < 0) {
+		cli_errorf("serve: cannot open the token file '%s': %s", path, strerror(errno));
+		return NULL;
+	}
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+		cli_errorf("serve: the token file '%s' is not a regular file", path);
+		return NULL;
+	}
+	if (st.st_mode & 077) {
+		cli_errorf(
+			"serve: the token file '%s' can be read by others (mode %04o): chmod 600 it",
+			path, (unsigned)(st.st_mode & 07777));
+		return NULL;
+	}
+	if (st.st_uid != geteuid()) {
+		cli_errorf("serve: the token file '%s' belongs to another user", path);
+		return NULL;
+	}
+	n = ward__read_full(fd, buf, sizeof(buf) - 1);
+	if (n < 0) {
+		cli_errorf("serve: cannot read the token file '%s': %s", path, strerror((int)-n));
+		return NULL;
+	}
+	buf[n] = '\0';
+	buf[strcspn(buf, "\r\n")] = '\0';
+	if (strlen(buf) < 16 || strlen(buf) > 4096 ||
+	    strspn(buf, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-._~+/=") !=
+		    strlen(buf)) {
+		cli_errorf("serve: the token in '%s' must be 16 to 4096 characters of "
+			   "[A-Za-z0-9-._~+/=] on its first line",
+			   path);
+		return NULL;
+	}
+	return strdup(buf);
+}
+
+static void on_stop(struct ward__loop *l, const struct signalfd_siginfo *si, void *userdata)
+{
+	ward__loop_quit(l, 0);
+}
+
+/* With --listen stdio, the end of the client is the end of the server. */
+static const struct ward__conn_handler *inner;
+
+static void stdio_closed(struct ward__conn *c, void *conn_userdata);
+static struct ward__conn_handler stdio_handler;
+static struct ward__loop *stdio_loop;
+
+static void stdio_closed(struct ward__conn *c, void *conn_userdata)
+{
+	inner->closed(c, conn_userdata);
+	ward__loop_quit(stdio_loop, 0);
+}
+
+int cli_serve(int argc, char **argv)
+{
+	struct serve_args s = {0};
+	struct cli_extra_options extra = {serve_options, handle_option, &s};
+	struct cli_run_args a;
+	struct ward__xserver_config xc = {0};
+	struct ward__transport_limits lim;
+	struct ward__listener *listeners[MAX_LISTENERS] = {0};
+	struct ward__xserver *srv = NULL;
+	struct ward__conn *stdio_conn = NULL;
+	struct ward__loop *loop = NULL;
+	struct ward_error err = {0};
+	_cleanup_free_ char *token = NULL, *token_path = NULL;
+	bool need_token = false, has_stdio = false, remote = false;
+	int r, code = WARD_EXIT_FAILURE;
+
+	if (cli_parse_server_args(argc, argv, "serve", &extra, &a) < 0)
+		goto out;
+	if (a.help) {
+		fputs(serve_help, stdout);
+		code = 0;
+		goto out;
+	}
+	if (a.version) {
+		printf("ward %s\n", ward_version());
+		code = 0;
+		goto out;
+	}
+	if (s.n_listen == 0)
+		s.listen[s.n_listen++] = "ws://127.0.0.1:0";
+	for (size_t i = 0; i < s.n_listen; i++) {
+		if (strcmp(s.listen[i], "stdio") == 0 || strcmp(s.listen[i], "stdio://") == 0) {
+			if (has_stdio) {
+				cli_errorf("serve: --listen stdio can be given once");
+				goto out;
+			}
+			has_stdio = true;
+		} else {
+			need_token = true;
+			if (strncmp(s.listen[i], "ws://", 5) == 0 &&
+			    !strstr(s.listen[i], "://127.") && !strstr(s.listen[i], "://[::1]") &&
+			    !strstr(s.listen[i], "://localhost:"))
+				remote = true;
+		}
+	}
+	if (remote && s.no_auth) {
+		cli_errorf("serve: --no-auth with a non-loopback address would let anyone on the "
+			   "network run commands as you; refused");
+		goto out;
+	}
+	if (s.no_auth && s.token_file) {
+		cli_errorf("serve: --no-auth and --token-file contradict each other");
+		goto out;
+	}
+	if (need_token && !s.no_auth) {
+		token_path = s.token_file ? strdup(s.token_file) : default_token_file();
+		if (!token_path) {
+			cli_errorf("serve: no place for the token file: give --token-file FILE "
+				   "(or --no-auth)");
+			goto out;
+		}
+		token = load_token(token_path);
+		if (!token)
+			goto out;
+	}
+	r = ward_policy_resolve(a.policy, &err);
+	if (r < 0) {
+		cli_report_error(&err);
+		goto out;
+	}
+	signal(SIGPIPE, SIG_IGN);
+	{
+		struct rlimit rl;
+
+		/* Thousands of processes, each a few descriptors: the hard limit, not 1024. */
+		if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+			rl.rlim_cur = rl.rlim_max;
+			setrlimit(RLIMIT_NOFILE, &rl);
+		}
+	}
+	if (ward__loop_new(&loop) < 0) {
+		cli_errorf("serve: cannot create the event loop");
+		goto out;
+	}
+	xc.policy = a.policy;
+	xc.env = a.opts;
+	xc.allow_unsandboxed = s.allow_unsandboxed;
+	xc.max_connections = (size_t)s.max_connections;
+	xc.max_processes = (size_t)s.max_processes;
+	xc.retain_bytes = (size_t)s.retain_output;
+	if (ward__xserver_new(loop, &xc, &srv, &err) < 0) {
+		cli_report_error(&err);
+		goto out;
+	}
+	lim.max_message = s.max_message ? (size_t)s.max_message : (size_t)16 << 20;
+	/* A reply can be as large as a message; the queue holds a few of them. */
+	lim.max_queue = MAX(lim.max_message * 4, (size_t)64 << 20);
+	lim.high_water = (size_t)4 << 20;
+	if (remote)
+		fprintf(stderr,
+			"ward serve: WARNING: listening beyond this machine: anyone who can reach "
+			"the address and has the token can run commands as %s\n",
+			getenv("USER") ? getenv("USER") : "this user");
+	for (size_t i = 0; i < s.n_listen; i++) {
+		struct ward__listener_config lc = {
+			.url = s.listen[i],
+			.token = token,
+			.allow_remote = s.allow_remote,
+			.limits = lim,
+		};
+		_cleanup_free_ char *url = NULL;
+
+		if (strcmp(s.listen[i], "stdio") == 0 || strcmp(s.listen[i], "stdio://") == 0)
+			continue;
+		if (ward__listener_new(loop, &lc, ward__xserver_handler(), srv, &listeners[i], &url,
+				       &err) < 0) {
+			cli_report_error(&err);
+			goto out;
+		}
+		/* Clients (and scripts) learn the port from here, as with Codex's exec-server. */
+		if (!has_stdio) {
+			printf("%s\n", url);
+			fflush(stdout);
+		} else {
+			fprintf(stderr, "ward serve: listening on %s\n", url);
+		}
+	}
+	if (token_path && !has_stdio)
+		fprintf(stderr, "ward serve: clients authenticate with the token in %s\n",
+			token_path);
+	if (has_stdio) {
+		inner = ward__xserver_handler();
+		stdio_handler = *inner;
+		stdio_handler.closed = stdio_closed;
+		stdio_loop = loop;
+		if (ward__conn_stdio(loop, STDIN_FILENO, STDOUT_FILENO, &lim, &stdio_handler, srv,
+				     &stdio_conn) < 0) {
+			cli_errorf("serve: cannot serve stdio");
+			goto out;
+		}
+	}
+	ward__loop_set_signal(loop, SIGTERM, on_stop, NULL);
+	ward__loop_set_signal(loop, SIGINT, on_stop, NULL);
+	ward__loop_set_signal(loop, SIGHUP, on_stop, NULL);
+	r = ward__loop_run(loop);
+	code = r < 0 ? WARD_EXIT_FAILURE : 0;
+out:
+	for (size_t i = 0; i < MAX_LISTENERS; i++)
+		ward__listener_free(listeners[i]);
+	/* Every process dies here, every connection closes; then the inits are reaped. */
+	ward__xserver_free(srv);
+	if (loop) {
+		for (int i = 0; i < 200 && ward__loop_reaping(loop) > 0; i++)
+			ward__loop_iterate(loop, 25);
+		ward__loop_free(loop);
+	}
+	cli_run_args_release(&a);
+	return code;
+}

@@ -1,0 +1,52 @@
+/* SPDX-License-Identifier: MIT */
+#pragma once
+
+#include "basic/loop.h"
+#include "basic/macro.h"
+#include "server/transport.h"
+#include "ward/ward.h"
+
+/*
+ * `ward serve`: Codex's exec-server protocol (docs/protocol.md) on any number
+ * of connections. A connection initializes an exec session; the session owns
+ * processes (each in a sandbox of its own) and survives its connection for a
+ * while, so that a client that reconnects can resume it.
+ */
+
+/* Codex's numbers (reference codex.md §7), and ward's caps. */
+#define WARD_XS_RETAIN_BYTES ((size_t)1 << 20) /* output kept per process */
+#define WARD_XS_RETAIN_CHUNKS 50000u
+#define WARD_XS_DETACHED_TTL_MS 30000u /* a session without a connection */
+#define WARD_XS_EXITED_TTL_MS 30000u /* an exited process after it closed */
+#define WARD_XS_WRITE_IDS 4096u /* remembered writeIds per process */
+#define WARD_XS_DEFAULT_MAX_CONNECTIONS 64u
+#define WARD_XS_DEFAULT_MAX_PROCESSES 4096u /* per session */
+#define WARD_XS_MAX_READ_WAIT_MS 300000u /* longest process/read long-poll */
+#define WARD_XS_MAX_PROCESS_ID 256u /* bytes of a processId */
+#define WARD_XS_MAX_ARGV ((size_t)1 << 20) /* bytes of argv (and of env) */
+
+struct ward__xserver;
+
+struct ward__xserver_config {
+	/* The template of every process's policy when a request names no sandbox (copied). */
+	const struct ward_policy *policy;
+	/* Environment policy applied when a request has envPolicy (copied), or NULL. */
+	const struct ward_run_options *env;
+	bool allow_unsandboxed; /* requests may run processes without a sandbox */
+	size_t max_connections; /* 0: default */
+	size_t max_processes; /* per session; 0: default */
+	size_t retain_bytes; /* 0: default */
+	unsigned retain_chunks; /* 0: default */
+	unsigned detached_ttl_ms; /* 0: default */
+	unsigned exited_ttl_ms; /* 0: default */
+};
+
+WARD_INTERNAL int ward__xserver_new(struct ward__loop *l, const struct ward__xserver_config *c,
+				    struct ward__xserver **ret, struct ward_error *err);
+/* Kills every process of every session and closes every connection. Accepts NULL. */
+WARD_INTERNAL void ward__xserver_free(struct ward__xserver *s);
+/* The callbacks to give the transports, with s as their server userdata. */
+WARD_INTERNAL const struct ward__conn_handler *ward__xserver_handler(void);
+/* Sessions, processes and connections alive (for tests and logs). */
+WARD_INTERNAL void ward__xserver_counts(const struct ward__xserver *s, size_t *ret_sessions,
+					size_t *ret_processes, size_t *ret_connections);
