@@ -111,7 +111,6 @@ struct xproc {
 	size_t n_reads;
 	/* The writeIds seen, with their answers: a ring. */
 	char **write_ids;
-	uint8_t *write_status;
 	size_t n_write_ids, write_pos;
 	struct xproc *prev, *next;
 };
@@ -401,11 +400,18 @@ static void xread_free(struct xread *r)
 	free(r);
 }
 
-/* The process/read result: chunks after after_seq up to max_bytes (at least one). */
+/*
+ * The process/read result: the retained chunks after after_seq, within
+ * max_bytes of decoded output (0: no limit) but at least one, never split.
+ * nextSeq follows Codex's rule, which its client's reconnect recovery checks:
+ * without a byte limit it is the process's next sequence number (exited and
+ * closed count); with one, the seq after the last chunk returned (or the next
+ * number when none was).
+ */
 static json_t *read_result(struct xproc *p, uint64_t after_seq, size_t max_bytes)
 {
-	json_t *chunks = json_array(), *r;
-	uint64_t next = after_seq + 1;
+	json_t *chunks = json_array();
+	uint64_t next = p->seq + 1;
 	size_t bytes = 0;
 
 	for (size_t i = 0; i < p->ring_len; i++) {
@@ -414,7 +420,7 @@ static json_t *read_result(struct xproc *p, uint64_t after_seq, size_t max_bytes
 
 		if (c->seq <= after_seq)
 			continue;
-		if (json_array_size(chunks) > 0 && bytes + c->len > max_bytes)
+		if (max_bytes && json_array_size(chunks) > 0 && bytes + c->len > max_bytes)
 			break;
 		b64 = b64_encode(c->data, c->len, NULL);
 		if (!b64)
@@ -424,18 +430,28 @@ static json_t *read_result(struct xproc *p, uint64_t after_seq, size_t max_bytes
 						"stream", stream_name(c->stream), "chunk", b64));
 		free(b64);
 		bytes += c->len;
-		next = c->seq + 1;
+		if (max_bytes)
+			next = c->seq + 1;
 	}
-	if (json_array_size(chunks) == 0 && p->ring_len > 0 &&
-	    ring_at(p, p->ring_len - 1)->seq > after_seq)
-		next = ring_at(p, p->ring_len - 1)->seq + 1;
-	r = json_pack("{s:o, s:I, s:b, s:o, s:b, s:o, s:b}", "chunks", chunks, "nextSeq",
-		      (json_int_t)next, "exited", p->exited, "exitCode",
-		      p->exited && p->exit_code >= 0 ? json_integer(p->exit_code) : json_null(),
-		      "closed", p->closed, "failure",
-		      p->failure ? json_string(p->failure) : json_null(), "sandboxDenied",
-		      p->denied > 0);
-	return r;
+	return json_pack("{s:o, s:I, s:b, s:o, s:b, s:o, s:b}", "chunks", chunks, "nextSeq",
+			 (json_int_t)next, "exited", p->exited, "exitCode",
+			 p->exited && p->exit_code >= 0 ? json_integer(p->exit_code) : json_null(),
+			 "closed", p->closed, "failure",
+			 p->failure ? json_string(p->failure) : json_null(), "sandboxDenied",
+			 p->denied > 0);
+}
+
+/*
+ * Whether a read after after_seq has something to return now (Codex's
+ * exec_read): output after it, the process closed, or the exit known with
+ * events the reader has not seen.
+ */
+static bool read_ready(struct xproc *p, uint64_t after_seq)
+{
+	for (size_t i = 0; i < p->ring_len; i++)
+		if (ring_at(p, i)->seq > after_seq)
+			return true;
+	return p->closed || (p->exited && after_seq < p->seq);
 }
 
 /* Answers every waiting read that can be answered now. */
@@ -444,12 +460,8 @@ static void wake_reads(struct xproc *p)
 	struct xread *r = p->reads, *next;
 
 	for (; r; r = next) {
-		bool have = false;
-
 		next = r->next;
-		for (size_t i = 0; i < p->ring_len && !have; i++)
-			have = ring_at(p, i)->seq > r->after_seq;
-		if (have || p->exited || p->closed) {
+		if (read_ready(p, r->after_seq)) {
 			reply(r->conn, &r->id, read_result(p, r->after_seq, r->max_bytes));
 			xread_free(r);
 		}
@@ -635,7 +647,6 @@ static void xproc_free(struct xproc *p)
 	for (size_t i = 0; i < p->n_write_ids; i++)
 		free(p->write_ids[i]);
 	free(p->write_ids);
-	free(p->write_status);
 	free(p->failure);
 	free(p->id_json);
 	free(p->id);
@@ -710,22 +721,38 @@ static const char *server_shell(void)
 	return access("/bin/bash", X_OK) == 0 ? "/bin/bash" : "/bin/sh";
 }
 
+/*
+ * environment/info, in Codex's shape (its client reads these names). The
+ * capabilities say what a client may send: ward has no network proxy, no
+ * environment config files and no capability discovery; it has sandboxed
+ * file streaming and block writes (fs/open).
+ */
 static json_t *environment_info(struct ward__xserver *s)
 {
 	const char *shell = server_shell();
 	const char *base = strrchr(shell, '/');
-	const char *tmp = getenv("TMPDIR");
+	const char *tmp = getenv("TMPDIR"), *home = getenv("HOME");
 	_cleanup_free_ char *cwd_uri = ward__path_to_file_uri(s->cwd);
-	_cleanup_free_ char *tmp_uri = ward__path_to_file_uri(tmp && tmp[0] == '/' ? tmp : "/tmp");
+	_cleanup_free_ char *home_uri = ward__path_to_file_uri(home && home[0] == '/' ? home : "/");
+	_cleanup_free_ char *tmp_uri = ward__path_to_file_uri("/tmp");
+	_cleanup_free_ char *tmpdir_uri = tmp && tmp[0] == '/' ? ward__path_to_file_uri(tmp) : NULL;
+	json_t *tmps = json_array();
 
+	if (tmpdir_uri)
+		json_array_append_new(tmps, json_string(tmpdir_uri));
 	return json_pack(
-		"{s:{s:s, s:s}, s:s, s:s, s:s, s:s, s:[], s:s?, s:{s:b, s:b, s:b, s:b}, s:{s:s, s:b}}",
+		"{s:{s:s, s:s}, s:s, s:s, s:s, s:s, s:o, s:s, s:{s:b, s:b, s:b, s:b, s:b, s:b, s:b, "
+		"s:b, s:b, s:b, s:b, s:b, s:b}, s:{s:s, s:b, s:b}}",
 		"shell", "name", base ? base + 1 : shell, "path", shell, "executorVersion",
-		WARD_VERSION, "cwd", cwd_uri ? cwd_uri : "file:///", "platformOs", "linux",
-		"userHomeDir", "file:///", "temporaryDirectories", "tempDir", tmp_uri,
-		"capabilities", "networkProxyLaunch", 0, "capabilityDiscoverySandbox", 0,
-		"environmentConfigRead", 0, "sandboxedFileStreaming", 1, "ward", "version",
-		WARD_VERSION, "exactDenials", 1);
+		WARD_VERSION, "cwd", cwd_uri ? cwd_uri : "file:///", "userHomeDir",
+		home_uri ? home_uri : "file:///", "platformOs", "linux", "temporaryDirectories",
+		tmps, "tempDir", tmpdir_uri ? tmpdir_uri : (tmp_uri ? tmp_uri : "file:///tmp"),
+		"capabilities", "networkProxyLaunch", 0, "networkProxyReviewDomains", 0,
+		"credentialMasking", 0, "credentialMaskingCustomProviders", 0,
+		"capabilityDiscoverySandbox", 0, "fsWatchMissing", 0, "capabilityDiscoveryV2", 0,
+		"environmentConfigRead", 0, "httpHeaderEnvVars", 0, "sandboxedFileStreaming", 1,
+		"fileWriteStreaming", 1, "shellSnapshotV2", 0, "windowsMxc", 0, "ward", "version",
+		WARD_VERSION, "exactDenials", 1, "allowUnsandboxed", s->cfg.allow_unsandboxed);
 }
 
 /* ------------------------------------------------------------ process/start */
@@ -1083,7 +1110,7 @@ static void handle_start(struct xconn *x, const struct ward__rpc_msg *m)
 		return;
 	}
 	if (find_proc(se, pid)) {
-		reply_error(x, &m->id, WARD_RPC_INVALID_PARAMS, "process %s already exists", pid);
+		reply_error(x, &m->id, WARD_RPC_INVALID_REQUEST, "process %s already exists", pid);
 		return;
 	}
 	if (se->n_procs >= s->cfg.max_processes) {
@@ -1188,30 +1215,25 @@ static struct xproc *param_proc(struct xconn *x, const struct ward__rpc_msg *m, 
 
 static void handle_read(struct xconn *x, const struct ward__rpc_msg *m)
 {
-	static const char *const keys[] = {"processId", "afterSeq", "maxBytes", "waitMs", NULL};
-	int64_t after = 0, max_bytes = 1 << 20, wait_ms = 0;
+	int64_t after = 0, max_bytes = 0, wait_ms = 0;
 	struct xproc *p;
 	struct xread *r;
 	char why[160];
-	bool have = false;
 
-	if (!m->params || !ward__check_keys(m->params, keys, why, sizeof(why)) ||
+	if (!m->params ||
 	    ward__arg_int(m->params, "afterSeq", 0, INT64_MAX, &after, why, sizeof(why)) < 0 ||
-	    ward__arg_int(m->params, "maxBytes", 1, INT64_MAX, &max_bytes, why, sizeof(why)) < 0 ||
+	    ward__arg_int(m->params, "maxBytes", 0, INT64_MAX, &max_bytes, why, sizeof(why)) < 0 ||
 	    ward__arg_int(m->params, "waitMs", 0, INT64_MAX, &wait_ms, why, sizeof(why)) < 0) {
 		reply_error(x, &m->id, WARD_RPC_INVALID_PARAMS, "%s",
-			    m->params ? why : "process/read needs params");
+			    m->params ? why : "invalid type: null, expected struct ReadParams");
 		return;
 	}
 	p = param_proc(x, m, true);
 	if (!p)
 		return;
-	/* Bounded: the answer is one message, and a long-poll no longer than 5 minutes. */
-	max_bytes = MIN(max_bytes, (int64_t)(8 << 20));
+	/* Bounded: no long-poll longer than 5 minutes, and a few waiting reads per process. */
 	wait_ms = MIN(wait_ms, (int64_t)WARD_XS_MAX_READ_WAIT_MS);
-	for (size_t i = 0; i < p->ring_len && !have; i++)
-		have = ring_at(p, i)->seq > (uint64_t)after;
-	if (have || p->exited || p->closed || wait_ms == 0 || p->n_reads >= 64) {
+	if (read_ready(p, (uint64_t)after) || wait_ms == 0 || p->n_reads >= 64) {
 		reply(x, &m->id, read_result(p, (uint64_t)after, (size_t)max_bytes));
 		return;
 	}
@@ -1232,27 +1254,16 @@ static void handle_read(struct xconn *x, const struct ward__rpc_msg *m)
 			     on_read_timeout, r, &r->timer);
 }
 
-enum write_status {
-	WS_ACCEPTED = 1,
-	WS_UNKNOWN,
-	WS_STDIN_CLOSED,
-};
-
-static const char *write_status_name(enum write_status w)
-{
-	return w == WS_ACCEPTED ? "accepted" : w == WS_UNKNOWN ? "unknownProcess" : "stdinClosed";
-}
-
-/* A writeId seen before gets its first answer again, and nothing is written twice. */
-static int seen_write_id(struct xproc *p, const char *wid)
+/* Whether this writeId was accepted before (the last WARD_XS_WRITE_IDS are remembered). */
+static bool seen_write_id(struct xproc *p, const char *wid)
 {
 	for (size_t i = 0; i < p->n_write_ids; i++)
 		if (strcmp(p->write_ids[i], wid) == 0)
-			return p->write_status[i];
-	return 0;
+			return true;
+	return false;
 }
 
-static void remember_write_id(struct xproc *p, const char *wid, enum write_status st)
+static void remember_write_id(struct xproc *p, const char *wid)
 {
 	char *copy = strdup(wid);
 
@@ -1260,82 +1271,90 @@ static void remember_write_id(struct xproc *p, const char *wid, enum write_statu
 		return;
 	if (!p->write_ids) {
 		p->write_ids = calloc(WARD_XS_WRITE_IDS, sizeof(char *));
-		p->write_status = calloc(WARD_XS_WRITE_IDS, 1);
-		if (!p->write_ids || !p->write_status) {
+		if (!p->write_ids) {
 			free(copy);
 			return;
 		}
 	}
 	if (p->n_write_ids < WARD_XS_WRITE_IDS) {
-		p->write_ids[p->n_write_ids] = copy;
-		p->write_status[p->n_write_ids++] = (uint8_t)st;
+		p->write_ids[p->n_write_ids++] = copy;
 		return;
 	}
 	/* Full: the oldest goes. */
 	free(p->write_ids[p->write_pos]);
 	p->write_ids[p->write_pos] = copy;
-	p->write_status[p->write_pos] = (uint8_t)st;
 	p->write_pos = (p->write_pos + 1) % WARD_XS_WRITE_IDS;
 }
 
 static void handle_write(struct xconn *x, const struct ward__rpc_msg *m)
 {
-	static const char *const keys[] = {"processId", "chunk", "writeId", "closeStdin", NULL};
 	const char *chunk = NULL, *wid = NULL;
 	size_t chunk_len = 0, len = 0;
 	_cleanup_free_ uint8_t *data = NULL;
 	bool close_stdin = false;
-	enum write_status st;
 	struct xproc *p;
 	char why[160];
-	int prev, r;
+	int r;
 
-	if (!m->params || !ward__check_keys(m->params, keys, why, sizeof(why)) ||
+	if (!m->params ||
 	    ward__arg_str(m->params, "chunk", &chunk, &chunk_len, why, sizeof(why)) < 0 ||
 	    ward__arg_str(m->params, "writeId", &wid, NULL, why, sizeof(why)) < 0 ||
 	    ward__arg_bool(m->params, "closeStdin", &close_stdin, why, sizeof(why)) < 0) {
 		reply_error(x, &m->id, WARD_RPC_INVALID_PARAMS, "%s",
-			    m->params ? why : "process/write needs params");
+			    m->params ? why : "invalid type: null, expected struct WriteParams");
 		return;
 	}
-	if (!wid || !wid[0] || strlen(wid) > 256) {
+	if (!json_is_string(json_object_get(m->params, "processId"))) {
+		reply_error(x, &m->id, WARD_RPC_INVALID_PARAMS, "missing field `processId`");
+		return;
+	}
+	if (!chunk) {
+		reply_error(x, &m->id, WARD_RPC_INVALID_PARAMS, "missing field `chunk`");
+		return;
+	}
+	if (!wid) {
+		reply_error(x, &m->id, WARD_RPC_INVALID_PARAMS, "missing field `writeId`");
+		return;
+	}
+	if (!wid[0] || strlen(wid) > 256) {
 		reply_error(x, &m->id, WARD_RPC_INVALID_PARAMS,
-			    "writeId must be a non-empty string of at most 256 bytes");
+			    "writeId must not be empty (nor longer than 256 bytes)");
 		return;
 	}
-	if (chunk && b64_decode(chunk, chunk_len, &data, &len) < 0) {
-		reply_error(x, &m->id, WARD_RPC_INVALID_PARAMS, "chunk must be base64");
+	if (b64_decode(chunk, chunk_len, &data, &len) < 0) {
+		reply_error(x, &m->id, WARD_RPC_INVALID_PARAMS, "chunk must be standard base64");
 		return;
 	}
 	p = param_proc(x, m, false);
 	if (!p) {
-		if (json_is_string(json_object_get(m->params, "processId")))
-			reply(x, &m->id, json_pack("{s:s}", "status", "unknownProcess"));
+		reply(x, &m->id, json_pack("{s:s}", "status", "unknownProcess"));
 		return;
 	}
-	prev = seen_write_id(p, wid);
-	if (prev) {
-		reply(x, &m->id, json_pack("{s:s}", "status", write_status_name(prev)));
+	/* A retried write (same writeId) is answered again and not written twice (as Codex). */
+	if (seen_write_id(p, wid)) {
+		reply(x, &m->id, json_pack("{s:s}", "status", "accepted"));
 		return;
 	}
-	if ((!p->tty && !p->pipe_stdin) || !p->proc || !ward__proc_stdin_open(p->proc)) {
-		st = WS_STDIN_CLOSED;
-	} else {
-		r = ward__proc_write(p->proc, data, len);
-		if (r == -ENOBUFS) {
-			/* Not remembered: the same writeId may be retried once the process reads. */
-			reply_error(x, &m->id, WARD_RPC_INTERNAL_ERROR,
-				    "the process has not read the %zu bytes already written to it; "
-				    "retry later",
-				    WARD_PROC_STDIN_QUEUE_MAX);
-			return;
-		}
-		st = r < 0 ? WS_STDIN_CLOSED : WS_ACCEPTED;
-		if (st == WS_ACCEPTED && close_stdin)
-			ward__proc_close_stdin(p->proc);
+	if (!p->tty && !p->pipe_stdin) {
+		reply(x, &m->id, json_pack("{s:s}", "status", "stdinClosed"));
+		return;
 	}
-	remember_write_id(p, wid, st);
-	reply(x, &m->id, json_pack("{s:s}", "status", write_status_name(st)));
+	r = p->proc && !p->exited ? ward__proc_write(p->proc, data, len) : -EPIPE;
+	if (r == -ENOBUFS) {
+		/* Not remembered: the same writeId may be retried once the process reads. */
+		reply_error(x, &m->id, WARD_RPC_INTERNAL_ERROR,
+			    "failed to write to process stdin: %zu bytes wait unread already",
+			    WARD_PROC_STDIN_QUEUE_MAX);
+		return;
+	}
+	if (r < 0) {
+		reply_error(x, &m->id, WARD_RPC_INTERNAL_ERROR, "failed to write to process stdin");
+		return;
+	}
+	if (close_stdin)
+		ward__proc_close_stdin(p->proc);
+	remember_write_id(p, wid);
+	reply(x, &m->id, json_pack("{s:s}", "status", "accepted"));
 }
 
 static const struct {
