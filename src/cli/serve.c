@@ -51,6 +51,9 @@ static const char serve_help[] =
 	"      --max-processes N        processes per session (default 4096)\n"
 	"      --max-message BYTES      largest message from a client (default 16M)\n"
 	"      --retain-output BYTES    output kept per process for process/read (default 1M)\n"
+	"      --session-ttl SECONDS    how long a session without a connection waits to be\n"
+	"                               resumed before its processes are killed (default 30)\n"
+	"      --exited-ttl SECONDS     how long an exited process stays readable (default 30)\n"
 	"\n"
 	"Policy of processes whose request has no sandbox (as for 'ward run'):\n"
 	"  -s, --sandbox MODE, -C DIR, -w PATH, --protect PATH, --deny-read PATH,\n"
@@ -72,6 +75,8 @@ enum {
 	OPT_MAX_PROCESSES,
 	OPT_MAX_MESSAGE,
 	OPT_RETAIN_OUTPUT,
+	OPT_SESSION_TTL,
+	OPT_EXITED_TTL,
 };
 
 static const struct option serve_options[] = {
@@ -84,6 +89,8 @@ static const struct option serve_options[] = {
 	{"max-processes", required_argument, NULL, OPT_MAX_PROCESSES},
 	{"max-message", required_argument, NULL, OPT_MAX_MESSAGE},
 	{"retain-output", required_argument, NULL, OPT_RETAIN_OUTPUT},
+	{"session-ttl", required_argument, NULL, OPT_SESSION_TTL},
+	{"exited-ttl", required_argument, NULL, OPT_EXITED_TTL},
 	{0},
 };
 
@@ -97,6 +104,7 @@ struct serve_args {
 	bool allow_remote;
 	bool allow_unsandboxed;
 	uint64_t max_connections, max_processes, max_message, retain_output;
+	uint64_t session_ttl_ms, exited_ttl_ms;
 };
 
 static int number(const char *opt, const char *arg, uint64_t lo, uint64_t hi, bool size,
@@ -147,6 +155,21 @@ static int handle_option(int c, const char *arg, void *userdata)
 	case OPT_RETAIN_OUTPUT:
 		return number("--retain-output", arg, 4096, (uint64_t)1 << 30, true,
 			      &a->retain_output);
+	case OPT_SESSION_TTL:
+	case OPT_EXITED_TTL: {
+		uint64_t ms;
+
+		if (ward__parse_seconds_ms(arg, &ms) < 0 || ms == 0 || ms > 86400000) {
+			cli_errorf("serve: %s '%s': expected seconds, from 0.001 to 86400",
+				   c == OPT_SESSION_TTL ? "--session-ttl" : "--exited-ttl", arg);
+			return -1;
+		}
+		if (c == OPT_SESSION_TTL)
+			a->session_ttl_ms = ms;
+		else
+			a->exited_ttl_ms = ms;
+		return 0;
+	}
 	default:
 		return -1;
 	}
@@ -355,6 +378,8 @@ int cli_serve(int argc, char **argv)
 	xc.max_connections = (size_t)s.max_connections;
 	xc.max_processes = (size_t)s.max_processes;
 	xc.retain_bytes = (size_t)s.retain_output;
+	xc.detached_ttl_ms = (unsigned)s.session_ttl_ms;
+	xc.exited_ttl_ms = (unsigned)s.exited_ttl_ms;
 	if (ward__xserver_new(loop, &xc, &srv, &err) < 0) {
 		cli_report_error(&err);
 		goto out;

@@ -1,0 +1,217 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: MIT
+"""Hostile and ordinary clients of `ward serve` for tests/integration/test-serve.sh.
+
+A raw WebSocket client over a plain socket (so that the test controls every
+byte: headers, masking, whether it reads at all), speaking Codex's exec-server
+dialect. Subcommands print one line per check result and exit 0 when all held:
+
+  http URL [HEADER: VALUE]...       one HTTP request to the server: prints "status N"
+  run URL TOKEN                     initialize, start `echo hi`, read it back: "ok"
+  flood URL TOKEN PID SECONDS       start `yes` and never read; sample the server's RSS
+  drop URL TOKEN N                  N connections start a sleeper and vanish mid-message
+  many URL TOKEN N                  one connection starts N sleepers, then prints "started N"
+
+The sleepers ($PROBE sleep) carry $MARK in their command line (not the client's own, so that a
+search for the marker finds only them).
+"""
+import base64
+import json
+import os
+import socket
+import struct
+import sys
+import time
+
+
+def parse(url):
+    if url.startswith("unix:"):
+        return ("unix", url[5:])
+    hp = url[len("ws://"):].rstrip("/")
+    host, port = hp.rsplit(":", 1)
+    return ("tcp", (host.strip("[]"), int(port)))
+
+
+def connect(url):
+    kind, addr = parse(url)
+    if kind == "unix":
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    else:
+        s = socket.socket(socket.AF_INET6 if ":" in addr[0] else socket.AF_INET)
+    s.settimeout(10)
+    s.connect(addr)
+    return s
+
+
+def http(url, path="/", headers=()):
+    s = connect(url)
+    req = "GET %s HTTP/1.1\r\nHost: localhost\r\n" % path
+    for h in headers:
+        req += h + "\r\n"
+    s.sendall((req + "\r\n").encode())
+    data = b""
+    while b"\r\n\r\n" not in data:
+        chunk = s.recv(4096)
+        if not chunk:
+            break
+        data += chunk
+    return s, data
+
+
+def upgrade(url, token):
+    hdrs = ["Upgrade: websocket", "Connection: Upgrade",
+            "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==", "Sec-WebSocket-Version: 13"]
+    if token:
+        hdrs.append("Authorization: Bearer " + token)
+    s, data = http(url, "/", hdrs)
+    if not data.startswith(b"HTTP/1.1 101"):
+        raise SystemExit("upgrade refused: %r" % data[:200])
+    return s
+
+
+def frame(payload, opcode=1):
+    mask = os.urandom(4)
+    n = len(payload)
+    head = bytes([0x80 | opcode])
+    if n < 126:
+        head += bytes([0x80 | n])
+    elif n < 65536:
+        head += bytes([0x80 | 126]) + struct.pack(">H", n)
+    else:
+        head += bytes([0x80 | 127]) + struct.pack(">Q", n)
+    return head + mask + bytes(b ^ mask[i % 4] for i, b in enumerate(payload))
+
+
+def send(s, msg):
+    s.sendall(frame(json.dumps(msg).encode()))
+
+
+class Reader:
+    def __init__(self, s):
+        self.s = s
+        self.buf = b""
+
+    def _need(self, n):
+        while len(self.buf) < n:
+            chunk = self.s.recv(65536)
+            if not chunk:
+                raise EOFError
+            self.buf += chunk
+
+    def message(self):
+        self._need(2)
+        op, ln = self.buf[0] & 0x0F, self.buf[1] & 0x7F
+        off = 2
+        if ln == 126:
+            self._need(4)
+            ln = struct.unpack(">H", self.buf[2:4])[0]
+            off = 4
+        elif ln == 127:
+            self._need(10)
+            ln = struct.unpack(">Q", self.buf[2:10])[0]
+            off = 10
+        self._need(off + ln)
+        payload, self.buf = self.buf[off:off + ln], self.buf[off + ln:]
+        if op == 9:  # ping: answer, go on
+            self.s.sendall(frame(payload, 10))
+            return self.message()
+        if op == 8:
+            raise EOFError
+        return json.loads(payload)
+
+    def answer(self, rid):
+        while True:
+            m = self.message()
+            if m.get("id") == rid:
+                return m
+
+
+def session(url, token):
+    s = upgrade(url, token)
+    r = Reader(s)
+    send(s, {"id": 1, "method": "initialize", "params": {"clientName": "test"}})
+    r.answer(1)
+    send(s, {"method": "initialized"})
+    return s, r
+
+
+def start(s, r, pid, argv, rid):
+    send(s, {"id": rid, "method": "process/start", "params": {
+        "processId": pid, "argv": argv, "cwd": "file://" + os.getcwd(),
+        "env": {"PATH": "/usr/bin:/bin"}, "tty": False}})
+    return r.answer(rid)
+
+
+def rss_kib(pid):
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    return 0
+
+
+def main():
+    cmd, url = sys.argv[1], sys.argv[2]
+    if cmd == "http":
+        _, data = http(url, sys.argv[3] if len(sys.argv) > 3 else "/",
+                       sys.argv[4:])
+        print("status", data.split(b" ")[1].decode() if data else "none")
+    elif cmd == "run":
+        s, r = session(url, sys.argv[3])
+        a = start(s, r, "p", ["echo", "hi"], 2)
+        assert "result" in a, a
+        send(s, {"id": 3, "method": "process/read", "params": {"processId": "p", "waitMs": 5000}})
+        while True:
+            a = r.answer(3)
+            chunks = a["result"]["chunks"]
+            if chunks:
+                break
+            send(s, {"id": 3, "method": "process/read", "params": {"processId": "p", "waitMs": 5000}})
+        assert base64.b64decode(chunks[0]["chunk"]) == b"hi\n", a
+        print("ok")
+    elif cmd == "flood":
+        token, spid, secs = sys.argv[3], int(sys.argv[4]), float(sys.argv[5])
+        s, r = session(url, token)
+        a = start(s, r, "flood", ["yes", "ward-flood"], 2)
+        assert "result" in a, a
+        # From here on nothing is read: the server must stop the flood, not buffer it.
+        peak = 0
+        end = time.time() + secs
+        while time.time() < end:
+            peak = max(peak, rss_kib(spid))
+            time.sleep(0.1)
+        print("peak_rss_kib", peak)
+        s.close()
+    elif cmd == "drop":
+        token, n, marker = sys.argv[3], int(sys.argv[4]), os.environ["MARK"]
+        for i in range(n):
+            s, r = session(url, token)
+            start(s, r, "p", [os.environ["PROBE"], "sleep", "1000", marker], 2)
+            # Half of a message, then gone.
+            s.sendall(frame(b'{"id":3,"method":"process/read","params":{"proc')[:20])
+            s.close()
+        print("dropped", n)
+    elif cmd == "many":
+        token, n, marker = sys.argv[3], int(sys.argv[4]), os.environ["MARK"]
+        s, r = session(url, token)
+        ok = 0
+        errors = []
+        for i in range(n):
+            send(s, {"id": 100 + i, "method": "process/start", "params": {
+                "processId": "s%d" % i, "argv": [os.environ["PROBE"], "sleep", "1000", marker],
+                "cwd": "file://" + os.getcwd(), "env": {"PATH": "/usr/bin:/bin"}, "tty": False}})
+        for i in range(n):
+            a = r.answer(100 + i)
+            if "result" in a:
+                ok += 1
+            elif len(errors) < 3:
+                errors.append(a)
+        print("started", ok, json.dumps(errors))
+        sys.stdout.flush()
+        # Hold the connection until told to stop (stdin closes).
+        sys.stdin.read()
+        s.close()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,195 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+#
+# `ward serve` as a network service: the token file, authentication and the
+# Origin refusal, loopback-only binding, unix sockets, connection caps, and the
+# faults a server must survive (clients that vanish mid-message, a client that
+# never reads while its process floods, the server itself killed) with nothing
+# left running. Protocol details are in tests/protocol/serve/*.txt.
+. "$(dirname "$0")/lib.sh"
+
+CLIENT=$WARD_SRC/tests/helpers/serve-client.py
+SPY=/usr/bin/python3
+
+# serve ARGS...: starts `ward serve ARGS` in the background; its URL in URL, pid in SPID.
+serve() {
+	"$WARD" serve "$@" >"$T/.run/serve.out" 2>"$T/.run/serve.err" &
+	SPID=$!
+	BG_PIDS+=("$SPID")
+	wait_for grep -q . "$T/.run/serve.out" || fail "ward serve printed no URL: $(cat "$T/.run/serve.err")"
+	URL=$(head -n 1 "$T/.run/serve.out")
+}
+
+client() {
+	LAST_CMD="serve-client $*"
+	timeout -k 3 60 "$SPY" "$CLIENT" "$@" >"$T/.run/stdout" 2>"$T/.run/stderr"
+	WRC=$?
+}
+
+t_token_and_origin() {
+	local tok
+	serve --listen ws://127.0.0.1:0 --token-file "$T/token"
+	assert_match "$URL" '^ws://127\.0\.0\.1:[0-9]+$' "the bound URL"
+	[ "$(stat -c %a "$T/token")" = 600 ] || fail "the token file is not 0600"
+	tok=$(cat "$T/token")
+	assert_match "$tok" '^[0-9a-f]{64}$' "a random 256-bit token"
+	client run "$URL" "$tok"
+	assert_eq "$(out)" ok "an authenticated client runs a process"
+	client http "$URL" / "Upgrade: websocket" "Connection: Upgrade" \
+		"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==" "Sec-WebSocket-Version: 13"
+	assert_eq "$(out)" "status 401" "no token"
+	client http "$URL" / "Upgrade: websocket" "Connection: Upgrade" \
+		"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==" "Sec-WebSocket-Version: 13" \
+		"Authorization: Bearer ${tok}x"
+	assert_eq "$(out)" "status 401" "a wrong token"
+	client http "$URL" / "Upgrade: websocket" "Connection: Upgrade" \
+		"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==" "Sec-WebSocket-Version: 13" \
+		"Authorization: Bearer $tok" "Origin: http://evil.example"
+	assert_eq "$(out)" "status 403" "a web page (Origin) with the right token"
+	client http "$URL" /readyz
+	assert_eq "$(out)" "status 200" "readyz without a token"
+	client http "$URL" /readyz "Origin: http://evil.example"
+	assert_eq "$(out)" "status 403" "readyz from a web page"
+	# The token file is reused as it is on the next start.
+	kill "$SPID"
+	wait "$SPID"
+	serve --listen ws://127.0.0.1:0 --token-file "$T/token"
+	assert_eq "$(cat "$T/token")" "$tok" "the token is kept"
+	client run "$URL" "$tok"
+	assert_eq "$(out)" ok "the same token works again"
+}
+
+t_refusals_at_start() {
+	printf 'abcdefghijklmnopqrstuvwxyz\n' >"$T/loose"
+	chmod 644 "$T/loose"
+	LAST_CMD="ward serve --token-file (0644)"
+	timeout 10 "$WARD" serve --listen ws://127.0.0.1:0 --token-file "$T/loose" \
+		</dev/null >"$T/.run/stdout" 2>"$T/.run/stderr"
+	WRC=$?
+	expect_rc 125
+	expect_one_line_error
+	assert_stderr_has "chmod 600"
+	timeout 10 "$WARD" serve --listen ws://0.0.0.0:0 --no-auth \
+		</dev/null >"$T/.run/stdout" 2>"$T/.run/stderr"
+	WRC=$?
+	expect_rc 125
+	assert_stderr_has "--no-auth with a non-loopback address"
+	timeout 10 "$WARD" serve --listen ws://0.0.0.0:0 --token-file "$T/t2" \
+		</dev/null >"$T/.run/stdout" 2>"$T/.run/stderr"
+	WRC=$?
+	expect_rc 125
+	assert_stderr_has "--allow-remote"
+	timeout 10 "$WARD" serve --listen http://127.0.0.1:0 </dev/null >"$T/.run/stdout" \
+		2>"$T/.run/stderr"
+	WRC=$?
+	expect_rc 125
+	expect_one_line_error
+	timeout 10 "$WARD" serve --bogus </dev/null >"$T/.run/stdout" 2>"$T/.run/stderr"
+	WRC=$?
+	expect_rc 125
+	expect_one_line_error
+	# Told otherwise, it listens beyond loopback, loudly.
+	serve --listen ws://0.0.0.0:0 --allow-remote --token-file "$T/t3"
+	grep -q WARNING "$T/.run/serve.err" || fail "no warning for a non-loopback listener"
+	client run "ws://127.0.0.1:${URL##*:}" "$(cat "$T/t3")"
+	assert_eq "$(out)" ok "the remote-capable listener serves"
+}
+
+t_unix_socket() {
+	local sock=$T/s.sock
+	: >"$T/plain"
+	timeout 10 "$WARD" serve --listen "unix:$T/plain" --no-auth </dev/null \
+		>"$T/.run/stdout" 2>"$T/.run/stderr"
+	WRC=$?
+	expect_rc 125
+	assert_stderr_has "not a socket"
+	# A stale socket (nobody listens) is replaced.
+	"$SPY" -c "import socket; s=socket.socket(socket.AF_UNIX); s.bind('$sock')"
+	serve --listen "unix:$sock" --token-file "$T/token"
+	[ "$(stat -c %a "$sock")" = 600 ] || fail "the socket is $(stat -c %a "$sock"), not 0600"
+	client run "$URL" "$(cat "$T/token")"
+	assert_eq "$(out)" ok "a client over the unix socket"
+	kill -TERM "$SPID"
+	wait "$SPID"
+	assert_absent "$sock"
+}
+
+t_max_connections() {
+	local tok
+	serve --listen ws://127.0.0.1:0 --token-file "$T/token" --max-connections 1
+	tok=$(cat "$T/token")
+	# The first client holds its connection while the second tries.
+	(
+		exec 3< <(sleep 5)
+		MARK=$(marker maxconn) "$SPY" "$CLIENT" many "$URL" "$tok" 1 <&3 >"$T/first" 2>&1
+	) &
+	BG_PIDS+=("$!")
+	wait_for grep -q started "$T/first" || fail "the first client did not connect: $(cat "$T/first")"
+	client http "$URL" / "Upgrade: websocket" "Connection: Upgrade" \
+		"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==" "Sec-WebSocket-Version: 13" \
+		"Authorization: Bearer $tok"
+	assert_eq "$(out)" "status 503" "the second connection is refused at capacity"
+}
+
+t_dropped_connections() {
+	local m
+	m=$(marker dropped)
+	serve --listen ws://127.0.0.1:0 --no-auth --session-ttl 1
+	MARK=$m client drop "$URL" "" 100
+	assert_eq "$(out)" "dropped 100" "100 connections dropped mid-message"
+	client run "$URL" ""
+	assert_eq "$(out)" ok "the server carries on"
+	# Nobody resumed their sessions: their processes die after the TTL.
+	sleep 1.5
+	expect_gone "$m"
+}
+
+t_flood_without_reader() {
+	local peak
+	serve --listen ws://127.0.0.1:0 --no-auth
+	client flood "$URL" "" "$SPID" 4
+	peak=$(sed -n 's/^peak_rss_kib //p' "$T/.run/stdout")
+	[ -n "$peak" ] || fail "no RSS sample"
+	# The queue stops at its high-water mark (4 MiB) and the process is held back.
+	[ "$peak" -lt 49152 ] || fail "ward serve grew to $peak KiB for a client that never reads"
+	client run "$URL" ""
+	assert_eq "$(out)" ok "other clients are still served"
+}
+
+t_killed_server_leaves_nothing() {
+	local m
+	m=$(marker killed)
+	serve --listen ws://127.0.0.1:0 --no-auth
+	(
+		exec 3< <(sleep 10)
+		MARK=$m "$SPY" "$CLIENT" many "$URL" "" 5 <&3 >"$T/many" 2>&1
+	) &
+	BG_PIDS+=("$!")
+	wait_for grep -q "started 5" "$T/many" || fail "the sleepers did not start: $(cat "$T/many")"
+	pgrep -f -- "$m" >/dev/null || fail "the sandboxed sleepers run"
+	kill -KILL "$SPID"
+	expect_gone "$m"
+}
+
+t_stdio_eof() {
+	local m
+	m=$(marker stdio)
+	"$SPY" "$WARD_SRC/tests/helpers/mcp-raw.py" -- "$WARD" serve --listen stdio \
+		>"$T/.run/stdout" 2>"$T/.run/stderr" <<EOS
+{"id":1,"method":"initialize","params":{"clientName":"t"}}
+{"method":"initialized"}
+{"id":2,"method":"process/start","params":{"processId":"p","argv":["sleep","1000","$m"],"cwd":"file://$WS","env":{"PATH":"/usr/bin:/bin"},"tty":false}}
+EOS
+	grep -qx 'exit=0' "$T/.run/stdout" || fail "ward serve --listen stdio exits 0 at EOF"
+	expect_gone "$m"
+}
+
+tcase "token file, bearer authentication, Origin refused, readyz" t_token_and_origin
+tcase "bad start-up options are refused with one line (125)" t_refusals_at_start
+tcase "unix socket listener (0600, stale socket replaced)" t_unix_socket
+tcase "connections beyond --max-connections get 503" t_max_connections
+tcase "100 connections dropped mid-request: server carries on, nothing left" t_dropped_connections
+tcase "a client that never reads cannot make the server grow" t_flood_without_reader
+tcase "the server SIGKILLed: none of its processes survive" t_killed_server_leaves_nothing
+tcase "stdio: EOF kills every process, exit 0" t_stdio_eof
+finish
