@@ -395,3 +395,20 @@ ssize_t ward__write_nosigpipe(int fd, const void *p, size_t n)
 	errno = saved;
 	return w;
 }
+
+int ward__pipe_one_nonblock(int fds[2], int nonblock_end)
+{
+	int r;
+
+	if (pipe2(fds, O_CLOEXEC) < 0) {
+		fds[0] = fds[1] = -1;
+		return -errno;
+	}
+	r = ward__fd_nonblock(fds[nonblock_end], true);
+	if (r < 0) {
+		close(fds[0]);
+		close(fds[1]);
+		fds[0] = fds[1] = -1;
+	}
+	return r;
+}

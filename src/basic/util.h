@@ -21,6 +21,11 @@ WARD_INTERNAL char *ward__path_absolute(const char *path);
 
 WARD_INTERNAL int ward__fd_nonblock(int fd, bool nonblock);
 WARD_INTERNAL int ward__fd_cloexec(int fd, bool cloexec);
+/*
+ * A close-on-exec pipe whose end fds[nonblock_end] alone is non-blocking
+ * (ward's end; the command gets an ordinary blocking pipe). -errno, fds -1.
+ */
+WARD_INTERNAL int ward__pipe_one_nonblock(int fds[2], int nonblock_end);
 /* write() all of buf, retrying on EINTR/short writes; -errno on failure. */
 WARD_INTERNAL int ward__write_all(int fd, const void *buf, size_t len);
 /* read() up to len bytes, retrying on EINTR until EOF or len; returns bytes or -errno. */

@@ -54,6 +54,13 @@ struct cli_extra_options {
 	int (*handle)(int c, const char *arg, void *userdata);
 	void *userdata;
 };
+/*
+ * After parsing: prints the help or the version when asked and returns 0 (the
+ * caller exits with it), else -1 (go on).
+ */
+int cli_help_or_version(const struct cli_run_args *a, const char *help);
+/* Raises the soft limit of open files to the hard one (a server holds many). */
+void cli_raise_nofile(void);
 /* Parses a server verb's arguments: no command, no run-only options but the environment ones. */
 int cli_parse_server_args(int argc, char **argv, const char *verb,
 			  const struct cli_extra_options *extra, struct cli_run_args *a);

@@ -8,7 +8,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 #include <unistd.h>
 
 #include "basic/util.h"
@@ -103,21 +102,6 @@ static int handle_option(int c, const char *arg, void *userdata)
 	}
 }
 
-/*
- * Each session holds a handful of descriptors (pipes or a pty, its sandbox's
- * pidfd and report pipe): raise the soft limit to the hard one so that the
- * configured number of sessions fits.
- */
-static void raise_nofile(void)
-{
-	struct rlimit rl;
-
-	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
-		rl.rlim_cur = rl.rlim_max;
-		setrlimit(RLIMIT_NOFILE, &rl);
-	}
-}
-
 int cli_mcp(int argc, char **argv)
 {
 	struct mcp_args m = {.login = -1};
@@ -131,13 +115,7 @@ int cli_mcp(int argc, char **argv)
 		cli_run_args_release(&a);
 		return WARD_EXIT_FAILURE;
 	}
-	if (a.help) {
-		fputs(mcp_help, stdout);
-		cli_run_args_release(&a);
-		return 0;
-	}
-	if (a.version) {
-		printf("ward %s\n", ward_version());
+	if (cli_help_or_version(&a, mcp_help) == 0) {
 		cli_run_args_release(&a);
 		return 0;
 	}
@@ -150,7 +128,8 @@ int cli_mcp(int argc, char **argv)
 	}
 	/* A client that goes away must not kill ward before it has killed every session. */
 	signal(SIGPIPE, SIG_IGN);
-	raise_nofile();
+	/* Each session holds a handful of descriptors (pipes or a pty, its sandbox's pidfd...). */
+	cli_raise_nofile();
 	cfg.policy = a.policy;
 	cfg.env = a.opts;
 	cfg.max_sessions = m.max_sessions;

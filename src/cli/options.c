@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 #include <fcntl.h>
 #include <getopt.h>
+#include <sys/resource.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -403,4 +404,27 @@ int cli_parse_server_args(int argc, char **argv, const char *verb,
 			  const struct cli_extra_options *extra, struct cli_run_args *a)
 {
 	return parse_args(argc, argv, verb, false, extra, a);
+}
+
+int cli_help_or_version(const struct cli_run_args *a, const char *help)
+{
+	if (a->help) {
+		fputs(help, stdout);
+		return 0;
+	}
+	if (a->version) {
+		printf("ward %s\n", ward_version());
+		return 0;
+	}
+	return -1;
+}
+
+void cli_raise_nofile(void)
+{
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &rl);
+	}
 }

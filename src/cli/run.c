@@ -346,13 +346,7 @@ int cli_run(int argc, char **argv)
 		cli_run_args_release(&a);
 		return WARD_EXIT_FAILURE;
 	}
-	if (a.help) {
-		fputs(run_help, stdout);
-		cli_run_args_release(&a);
-		return 0;
-	}
-	if (a.version) {
-		printf("ward %s\n", ward_version());
+	if (cli_help_or_version(&a, run_help) == 0) {
 		cli_run_args_release(&a);
 		return 0;
 	}

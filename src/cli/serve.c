@@ -12,7 +12,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
-#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -306,13 +305,7 @@ int cli_serve(int argc, char **argv)
 
 	if (cli_parse_server_args(argc, argv, "serve", &extra, &a) < 0)
 		goto out;
-	if (a.help) {
-		fputs(serve_help, stdout);
-		code = 0;
-		goto out;
-	}
-	if (a.version) {
-		printf("ward %s\n", ward_version());
+	if (cli_help_or_version(&a, serve_help) == 0) {
 		code = 0;
 		goto out;
 	}
@@ -359,15 +352,8 @@ int cli_serve(int argc, char **argv)
 		goto out;
 	}
 	signal(SIGPIPE, SIG_IGN);
-	{
-		struct rlimit rl;
-
-		/* Thousands of processes, each a few descriptors: the hard limit, not 1024. */
-		if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
-			rl.rlim_cur = rl.rlim_max;
-			setrlimit(RLIMIT_NOFILE, &rl);
-		}
-	}
+	/* Thousands of processes, each a few descriptors: the hard limit, not 1024. */
+	cli_raise_nofile();
 	if (ward__loop_new(&loop) < 0) {
 		cli_errorf("serve: cannot create the event loop");
 		goto out;

@@ -672,22 +672,6 @@ static int event_loop(struct run *run, struct ward_error *err)
 	}
 }
 
-static int make_pipe(int fds[2], int nonblock_end)
-{
-	int r;
-
-	if (pipe2(fds, O_CLOEXEC) < 0)
-		return -errno;
-	/* Only ward's end is non-blocking: the command gets an ordinary blocking pipe. */
-	r = ward__fd_nonblock(fds[nonblock_end], true);
-	if (r < 0) {
-		close(fds[0]);
-		close(fds[1]);
-		fds[0] = fds[1] = -1;
-	}
-	return r;
-}
-
 static int setup_fds(struct run *run, int child_stdio[3], struct ward_error *err)
 {
 	const struct ward_run_options *o = run->o;
@@ -696,7 +680,7 @@ static int setup_fds(struct run *run, int child_stdio[3], struct ward_error *err
 
 	/* stdin: given bytes through a pipe, the caller's fd, or /dev/null (tools that wait on stdin would hang). */
 	if (o->have_stdin_data) {
-		r = make_pipe(p, 1);
+		r = ward__pipe_one_nonblock(p, 1);
 		if (r < 0)
 			goto fail;
 		child_stdio[0] = p[0];
@@ -717,12 +701,12 @@ static int setup_fds(struct run *run, int child_stdio[3], struct ward_error *err
 		}
 	}
 
-	r = make_pipe(p, 0);
+	r = ward__pipe_one_nonblock(p, 0);
 	if (r < 0)
 		goto fail;
 	run->out_fd = p[0];
 	child_stdio[1] = p[1];
-	r = make_pipe(p, 0);
+	r = ward__pipe_one_nonblock(p, 0);
 	if (r < 0)
 		goto fail;
 	run->err_fd = p[0];

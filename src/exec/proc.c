@@ -384,21 +384,6 @@ static void on_started_exited(struct ward__loop *l, void *userdata)
 
 /* ------------------------------------------------------------ start */
 
-static int make_pipe(int fds[2], int nonblock_end)
-{
-	int r;
-
-	if (pipe2(fds, O_CLOEXEC) < 0)
-		return -errno;
-	r = ward__fd_nonblock(fds[nonblock_end], true);
-	if (r < 0) {
-		close(fds[0]);
-		close(fds[1]);
-		fds[0] = fds[1] = -1;
-	}
-	return r;
-}
-
 int ward__proc_start(struct ward__loop *l, const struct ward__proc_spec *spec,
 		     const struct ward__proc_ops *ops, void *userdata, struct ward__proc **ret,
 		     struct ward_error *err)
@@ -439,7 +424,7 @@ int ward__proc_start(struct ward__loop *l, const struct ward__proc_spec *spec,
 		so.winsize.ws_col = spec->cols ? spec->cols : 80;
 	} else {
 		if (spec->stdin_pipe) {
-			r = make_pipe(pfd, 1);
+			r = ward__pipe_one_nonblock(pfd, 1);
 			if (r < 0)
 				goto fail_fds;
 			child[0] = pfd[0];
@@ -453,7 +438,7 @@ int ward__proc_start(struct ward__loop *l, const struct ward__proc_spec *spec,
 			}
 		}
 		for (int i = 0; i < 2; i++) {
-			r = make_pipe(pfd, 0);
+			r = ward__pipe_one_nonblock(pfd, 0);
 			if (r < 0)
 				goto fail_fds;
 			p->out_fd[i] = pfd[0];

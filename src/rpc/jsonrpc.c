@@ -743,3 +743,23 @@ int ward__rpc_encode_failure(const struct ward__rpc_codec *c, struct ward__buf *
 		return -EINVAL;
 	return ward__rpc_encode_error(c, out, &f->id, f->code, f->message, NULL);
 }
+
+int ward__rpc_id_dup(struct ward__rpc_id *dst, const struct ward__rpc_id *src)
+{
+	*dst = *src;
+	if (src->type == WARD_RPC_ID_STRING) {
+		char *s = strndup(src->str, src->len);
+
+		if (!s)
+			return -ENOMEM;
+		dst->str = s;
+	}
+	return 0;
+}
+
+void ward__rpc_id_release(struct ward__rpc_id *id)
+{
+	if (id->type == WARD_RPC_ID_STRING)
+		free((char *)id->str);
+	*id = (struct ward__rpc_id){0};
+}

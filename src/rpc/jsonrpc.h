@@ -158,6 +158,13 @@ WARD_INTERNAL int ward__rpc_parse(const struct ward__rpc_codec *c, const void *d
 WARD_INTERNAL void ward__rpc_fail_oversized(const struct ward__rpc_codec *c, const void *prefix,
 					    size_t len, struct ward__rpc_failure *ret_fail);
 
+/*
+ * A copy of an id that outlives its message (a request answered later): the
+ * string is duplicated. -ENOMEM. Release with ward__rpc_id_release().
+ */
+WARD_INTERNAL int ward__rpc_id_dup(struct ward__rpc_id *dst, const struct ward__rpc_id *src);
+WARD_INTERNAL void ward__rpc_id_release(struct ward__rpc_id *id);
+
 /* Frees what a message owns and zeroes it. Accepts a zeroed message. */
 WARD_INTERNAL void ward__rpc_msg_release(struct ward__rpc_msg *m);
 

@@ -223,26 +223,6 @@ static void uuid_v4(char out[37])
 		 b[13], b[14], b[15]);
 }
 
-static int id_copy(struct ward__rpc_id *dst, const struct ward__rpc_id *src)
-{
-	*dst = *src;
-	if (src->type == WARD_RPC_ID_STRING) {
-		char *s = strndup(src->str, src->len);
-
-		if (!s)
-			return -ENOMEM;
-		dst->str = s;
-	}
-	return 0;
-}
-
-static void id_release(struct ward__rpc_id *id)
-{
-	if (id->type == WARD_RPC_ID_STRING)
-		free((char *)id->str);
-	*id = (struct ward__rpc_id){0};
-}
-
 static const char *stream_name(uint8_t s)
 {
 	switch (s) {
@@ -396,7 +376,7 @@ static void xread_free(struct xread *r)
 			p->n_reads--;
 			break;
 		}
-	id_release(&r->id);
+	ward__rpc_id_release(&r->id);
 	free(r);
 }
 
@@ -1238,7 +1218,7 @@ static void handle_read(struct xconn *x, const struct ward__rpc_msg *m)
 		return;
 	}
 	r = calloc(1, sizeof(*r));
-	if (!r || id_copy(&r->id, &m->id) < 0) {
+	if (!r || ward__rpc_id_dup(&r->id, &m->id) < 0) {
 		free(r);
 		reply_error(x, &m->id, WARD_RPC_INTERNAL_ERROR, "out of memory");
 		return;
@@ -1495,7 +1475,7 @@ static void on_fs_reply(void *reply_ctx, json_t *result, int code, const char *m
 	} else {
 		json_decref(result);
 	}
-	id_release(&op->id);
+	ward__rpc_id_release(&op->id);
 	free(op);
 }
 
@@ -1508,7 +1488,7 @@ static void handle_fs(struct xconn *x, const struct ward__rpc_msg *m)
 	};
 	struct xfsop *op = calloc(1, sizeof(*op));
 
-	if (!op || id_copy(&op->id, &m->id) < 0) {
+	if (!op || ward__rpc_id_dup(&op->id, &m->id) < 0) {
 		free(op);
 		reply_error(x, &m->id, WARD_RPC_INTERNAL_ERROR, "out of memory");
 		return;

@@ -154,28 +154,6 @@ static json_t *tool_error(struct mcp *m, const char *fmt, ...)
 	return tool_result(m, msg, NULL, true);
 }
 
-/* ------------------------------------------------------------ ids */
-
-static int id_copy(struct ward__rpc_id *dst, const struct ward__rpc_id *src)
-{
-	*dst = *src;
-	if (src->type == WARD_RPC_ID_STRING) {
-		char *s = strndup(src->str, src->len);
-
-		if (!s)
-			return -ENOMEM;
-		dst->str = s;
-	}
-	return 0;
-}
-
-static void id_release(struct ward__rpc_id *id)
-{
-	if (id->type == WARD_RPC_ID_STRING)
-		free((char *)id->str);
-	*id = (struct ward__rpc_id){0};
-}
-
 /* Whether a JSON value (a cancellation's requestId) names this id. */
 static bool id_matches(const struct ward__rpc_id *id, const json_t *v)
 {
@@ -365,7 +343,7 @@ static void pending_free(struct mcp *m, struct pending *p)
 	if (p->next)
 		p->next->prev = p->prev;
 	m->n_pending--;
-	id_release(&p->id);
+	ward__rpc_id_release(&p->id);
 	json_decref(p->progress_token);
 	free(p);
 }
@@ -419,7 +397,7 @@ static struct pending *pending_new(struct mcp *m, const struct ward__rpc_msg *ms
 
 	if (!p)
 		return NULL;
-	if (id_copy(&p->id, &msg->id) < 0) {
+	if (ward__rpc_id_dup(&p->id, &msg->id) < 0) {
 		free(p);
 		return NULL;
 	}

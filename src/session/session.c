@@ -308,6 +308,7 @@ static void touch(struct session *se)
 
 static void call_finish(struct call *c, struct ward__session_reply *reply);
 static void call_begin(struct call *c);
+static void begin_next(struct session *se);
 
 static void session_unlink(struct session *se)
 {
@@ -628,17 +629,23 @@ static void call_complete(struct call *c)
 		session_free(se, why);
 		return;
 	}
-	if (se->queue_head) {
-		struct call *n = se->queue_head;
-
-		se->queue_head = n->next_in_session;
-		if (!se->queue_head)
-			se->queue_tail = NULL;
-		se->n_queued--;
-		n->next_in_session = NULL;
-		call_begin(n);
-	}
+	begin_next(se);
 	(void)s;
+}
+
+/* The next call waiting on the session, if any, becomes the active one. */
+static void begin_next(struct session *se)
+{
+	struct call *n = se->queue_head;
+
+	if (!n)
+		return;
+	se->queue_head = n->next_in_session;
+	if (!se->queue_head)
+		se->queue_tail = NULL;
+	se->n_queued--;
+	n->next_in_session = NULL;
+	call_begin(n);
 }
 
 static void on_post_exit(struct ward__loop *l, void *userdata)
@@ -717,15 +724,7 @@ static void call_begin(struct call *c)
 						r == -ENOBUFS
 							? "the session's input queue is full (1 MiB not yet read by the process)"
 							: "failed to write to stdin"));
-				if (se->queue_head) {
-					struct call *n = se->queue_head;
-
-					se->queue_head = n->next_in_session;
-					if (!se->queue_head)
-						se->queue_tail = NULL;
-					se->n_queued--;
-					call_begin(n);
-				}
+				begin_next(se);
 				return;
 			}
 		} else {
