@@ -3,13 +3,17 @@
 #
 # Installs the Debian packages ward's build and tests need, only those missing,
 # quietly: as root directly, otherwise through sudo. Does nothing when all are
-# present (the usual case after the first run).
+# present (the usual case after the first run). With arguments, installs those
+# packages instead (scripts/setup-node.sh uses it for Node.js and npm).
 set -euo pipefail
 
 packages=(
 	meson ninja-build pkg-config gcc clang libseccomp-dev libjansson-dev libssl-dev libwslay-dev
 	git python3 python3-websockets bubblewrap time iproute2 util-linux bsdutils procps
 )
+if [ $# -gt 0 ]; then
+	packages=("$@")
+fi
 
 if ! command -v dpkg-query >/dev/null 2>&1; then
 	echo "setup-deps: not a Debian system; install these (or your distribution's equivalents) yourself:" >&2

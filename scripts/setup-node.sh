@@ -19,21 +19,7 @@ fi
 lock=$top/tests/mcp/package-lock.json
 
 if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
-	missing=()
-	command -v node >/dev/null 2>&1 || missing+=(nodejs)
-	command -v npm >/dev/null 2>&1 || missing+=(npm)
-	if [ "$(id -u)" = 0 ]; then
-		sudo=()
-	elif command -v sudo >/dev/null 2>&1; then
-		sudo=(sudo)
-	else
-		echo "setup-node: missing ${missing[*]}; run as root or install sudo" >&2
-		exit 1
-	fi
-	echo "setup-node: installing ${missing[*]}" >&2
-	"${sudo[@]}" apt-get update -qq >/dev/null
-	"${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
-		--no-install-recommends "${missing[@]}" >/dev/null
+	bash "$top/scripts/setup-deps.sh" nodejs npm
 fi
 
 stamp=$(sha256sum "$lock" | cut -d' ' -f1)
