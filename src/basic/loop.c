@@ -385,7 +385,12 @@ static void arm_timerfd(struct ward__loop *l)
 	uint64_t d = next_deadline(l);
 	struct itimerspec its = {0};
 
-	if (d == l->armed)
+	/*
+	 * Armed no later than the earliest deadline is enough: an early expiry
+	 * only costs a wake-up that runs nothing, where re-arming on every
+	 * cancelled timer (a call answered before its window) costs a syscall.
+	 */
+	if (d == l->armed || (l->armed && (d == 0 || d > l->armed)))
 		return;
 	if (d) {
 		its.it_value.tv_sec = (time_t)(d / 1000000000);

@@ -371,12 +371,23 @@ uint64_t ward__now_ms(void)
  * call and a SIGPIPE raised by it is consumed (libpq's technique); one that
  * was already pending stays pending.
  */
+static bool sigpipe_ignored;
+
+void ward__sigpipe_ignored(void)
+{
+	sigpipe_ignored = true;
+}
+
 ssize_t ward__write_nosigpipe(int fd, const void *p, size_t n)
 {
 	sigset_t pipe_set, old, pending;
 	bool was_pending;
 	ssize_t w;
 	int saved;
+
+	/* The process ignores SIGPIPE (the servers): a plain write says EPIPE, no signal. */
+	if (sigpipe_ignored)
+		return write(fd, p, n);
 
 	sigemptyset(&pipe_set);
 	sigaddset(&pipe_set, SIGPIPE);

@@ -53,6 +53,11 @@ WARD_INTERNAL long ward__read_pid_max(void);
  * MSG_NOSIGNAL): EPIPE is returned as -1/errno like any error.
  */
 WARD_INTERNAL ssize_t ward__write_nosigpipe(int fd, const void *p, size_t n);
+/*
+ * Tells ward__write_nosigpipe() that this process ignores SIGPIPE for good
+ * (a server that set SIG_IGN at start): it can then write plainly.
+ */
+WARD_INTERNAL void ward__sigpipe_ignored(void);
 /* Writes a string to a file (open O_WRONLY|O_CLOEXEC, no create). Async-signal-safe. */
 WARD_INTERNAL int ward__write_file(const char *path, const char *s);
 

@@ -128,6 +128,7 @@ int cli_mcp(int argc, char **argv)
 	}
 	/* A client that goes away must not kill ward before it has killed every session. */
 	signal(SIGPIPE, SIG_IGN);
+	ward__sigpipe_ignored();
 	/* Each session holds a handful of descriptors (pipes or a pty, its sandbox's pidfd...). */
 	cli_raise_nofile();
 	cfg.policy = a.policy;

@@ -352,6 +352,7 @@ int cli_serve(int argc, char **argv)
 		goto out;
 	}
 	signal(SIGPIPE, SIG_IGN);
+	ward__sigpipe_ignored();
 	/* Thousands of processes, each a few descriptors: the hard limit, not 1024. */
 	cli_raise_nofile();
 	if (ward__loop_new(&loop) < 0) {

@@ -27,6 +27,7 @@ struct ward__lineconn {
 	bool own_fds;
 	bool same_fd;
 	uint64_t in_io, out_io;
+	uint32_t in_events, out_events; /* the interest registered */
 	struct ward__lines framer;
 	/* Bytes read but not yet framed (input paused mid-buffer). */
 	uint8_t *rbuf;
@@ -58,20 +59,26 @@ static bool input_wanted(const struct ward__lineconn *c)
 	return !c->input_done && !c->paused_by_owner && !c->paused_by_queue;
 }
 
+/* Sets an fd's interest, only when it changes (an epoll_ctl per message is not free). */
+static void set_interest(struct ward__lineconn *c, uint64_t io, uint32_t *cur, uint32_t ev)
+{
+	if (!io || *cur == ev)
+		return;
+	if (ward__loop_mod_io(c->loop, io, ev) >= 0)
+		*cur = ev;
+}
+
 static void update_interest(struct ward__lineconn *c)
 {
 	uint32_t in = input_wanted(c) ? EPOLLIN : 0;
 	uint32_t out = !c->output_dead && c->out.len > c->out_off ? EPOLLOUT : 0;
 
 	if (c->same_fd) {
-		if (c->in_io)
-			ward__loop_mod_io(c->loop, c->in_io, in | out);
+		set_interest(c, c->in_io, &c->in_events, in | out);
 		return;
 	}
-	if (c->in_io)
-		ward__loop_mod_io(c->loop, c->in_io, in);
-	if (c->out_io)
-		ward__loop_mod_io(c->loop, c->out_io, out);
+	set_interest(c, c->in_io, &c->in_events, in);
+	set_interest(c, c->out_io, &c->out_events, out);
 }
 
 static void check_water(struct ward__lineconn *c)
@@ -259,6 +266,7 @@ int ward__lineconn_new(struct ward__loop *l, int in_fd, int out_fd, bool own_fds
 	r = ward__loop_add_io(l, in_fd, EPOLLIN, on_io, c, &c->in_io);
 	if (r < 0)
 		goto fail;
+	c->in_events = EPOLLIN;
 	if (!c->same_fd) {
 		r = ward__loop_add_io(l, out_fd, 0, on_io, c, &c->out_io);
 		if (r < 0)
