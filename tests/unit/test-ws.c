@@ -1100,7 +1100,9 @@ static void set_interest(int ep, struct ward__ws *ws, int slot)
 
 /*
  * Debian's python3-websockets is installed for Debian's python3: use that
- * one, whatever another python3 (pyenv, a venv) comes first in PATH.
+ * one, whatever another python3 (pyenv, a venv) comes first in PATH. Its
+ * full path goes in argv[0] too: Python finds its prefix, and so its
+ * packages, from argv[0], searching PATH when it has no slash.
  */
 static const char *python(void)
 {
@@ -1122,7 +1124,7 @@ static bool have_websockets(void)
 			dup2(fd, 1);
 			dup2(fd, 2);
 		}
-		execlp(python(), "python3", "-c", "import websockets", (char *)NULL);
+		execlp(python(), python(), "-c", "import websockets", (char *)NULL);
 		_exit(127);
 	}
 	if (waitpid(pid, &status, 0) != pid)
@@ -1172,7 +1174,7 @@ TEST_TIMEOUT(ws_python_websockets_client, 120)
 	pid = fork();
 	ASSERT_OK(pid);
 	if (pid == 0) {
-		execlp(python(), "python3", script, port_s, "s3cret-token", (char *)NULL);
+		execlp(python(), python(), script, port_s, "s3cret-token", (char *)NULL);
 		_exit(127);
 	}
 
