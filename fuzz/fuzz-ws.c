@@ -162,7 +162,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	/* The client stops; the owner stops pausing. EOF and the deadlines must end it. */
 	shutdown(sv[1], SHUT_WR);
 	st.flags &= ~(unsigned)F_PAUSE;
-	for (int round = 0; round < 8 && !ward__ws_finished(ws); round++) {
+	/*
+	 * Each round reads at least a read budget of what is left (up to the
+	 * input and the socket buffer) unless the connection is done reading,
+	 * so the number of rounds needed is bounded; 4096 is far above it.
+	 */
+	for (int round = 0; round < 4096 && !ward__ws_finished(ws); round++) {
 		ward__ws_resume(ws);
 		drive(ws, &cfg, sv[1]);
 		if (!ward__ws_finished(ws) && ward__ws_deadline(ws))
