@@ -440,9 +440,9 @@ static void write_frames(struct ward__ws *ws)
 		r = wslay_event_send(ws->ctx);
 		if (r == 0)
 			continue;
+		/* After their close, an echo that cannot go changes nothing: it is over. */
 		if (wslay_event_get_close_received(ws->ctx))
-			finish(ws, 0,
-			       "closed"); /* they closed; our echo could not go: done anyway */
+			finish(ws, 0, "closed");
 		else if (r == WSLAY_ERR_NOMEM)
 			finish(ws, -ENOMEM, "out of memory");
 		else
