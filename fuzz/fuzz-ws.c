@@ -6,7 +6,8 @@
  * would (interest, readable, writable) and reads whatever the server
  * answers. The first byte picks the configuration: authentication, a valid
  * upgrade request put in front (so most inputs reach the framing), small
- * limits, pausing or echoing in on_message, an owner's close half way.
+ * limits, pausing or echoing in on_message, an owner's close half way,
+ * socket buffers as small as the kernel allows (so writes are cut short).
  * Invariants checked:
  *
  *   - nothing crashes or leaks (ASan), whatever the bytes;
@@ -44,6 +45,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 #define F_ECHO 0x08
 #define F_SMALL 0x10
 #define F_CLOSE 0x20
+#define F_TINY 0x40
 
 struct state {
 	unsigned flags;
@@ -137,6 +139,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	CHECK(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) == 0);
 	CHECK(fcntl(sv[0], F_SETFL, O_NONBLOCK) == 0);
 	CHECK(ward__ws_new(sv[0], &cfg, &cbs, &st, &ws) == 0);
+	if (st.flags & F_TINY) {
+		int one = 1;
+
+		CHECK(setsockopt(sv[0], SOL_SOCKET, SO_SNDBUF, &one, sizeof(one)) == 0);
+		CHECK(setsockopt(sv[1], SOL_SOCKET, SO_RCVBUF, &one, sizeof(one)) == 0);
+	}
 
 	if (st.flags & F_PREFIX)
 		CHECK(send(sv[1], upgrade_head, sizeof(upgrade_head) - 1, 0) ==
@@ -162,7 +170,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	/* The client stops; the owner stops pausing. EOF and the deadlines must end it. */
 	shutdown(sv[1], SHUT_WR);
 	st.flags &= ~(unsigned)F_PAUSE;
-	for (int round = 0; round < 8 && !ward__ws_finished(ws); round++) {
+	/*
+	 * Each round reads at least a read budget of what is left (up to the
+	 * input and the socket buffer) unless the connection is done reading,
+	 * so the number of rounds needed is bounded; 4096 is far above it.
+	 */
+	for (int round = 0; round < 4096 && !ward__ws_finished(ws); round++) {
 		ward__ws_resume(ws);
 		drive(ws, &cfg, sv[1]);
 		if (!ward__ws_finished(ws) && ward__ws_deadline(ws))

@@ -4,6 +4,7 @@
 #include <netinet/tcp.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -58,6 +59,8 @@ struct ward__ws {
 	bool close_deferred; /* the owner's close waits for the queue to drain */
 	uint16_t close_code;
 	char close_reason[124];
+	uint8_t hdr[14]; /* a frame header wslay thinks sent, leaving with its payload */
+	size_t hdr_len, hdr_off;
 	bool received; /* bytes arrived since the last keepalive ping */
 	bool ping_outstanding;
 	unsigned fragments; /* frames of the message being received */
@@ -214,25 +217,56 @@ static ssize_t recv_cb(wslay_event_context_ptr ctx, uint8_t *buf, size_t len, in
 	return -1;
 }
 
+/*
+ * wslay writes a frame as two calls, the header (flagged WSLAY_MSG_MORE when
+ * a payload follows) and then the payload. One sendmsg(2) for both halves
+ * the system calls of a stream of messages: the header is kept here (wslay
+ * is told it went) and leaves with the start of the payload, which wslay
+ * always offers next, in the same call. Bytes of it a short write left
+ * behind go first at the next attempt.
+ */
 static ssize_t send_cb(wslay_event_context_ptr ctx, const uint8_t *data, size_t len, int flags,
 		       void *user_data)
 {
 	struct ward__ws *ws = user_data;
+	struct iovec iov[2];
+	struct msghdr mh = {.msg_iov = iov};
+	size_t pending = ws->hdr_len - ws->hdr_off;
 	ssize_t n;
 
-	/* MSG_MORE on a frame header: it leaves with its payload in one segment. */
-	do {
-		n = send(ws->fd, data, len, MSG_NOSIGNAL | (flags & WSLAY_MSG_MORE ? MSG_MORE : 0));
-	} while (n < 0 && errno == EINTR);
-	if (n >= 0)
-		return n;
-	if (errno == EAGAIN || errno == EWOULDBLOCK) {
-		wslay_event_set_error(ctx, WSLAY_ERR_WOULDBLOCK);
-	} else {
-		ws->io_err = errno;
-		wslay_event_set_error(ctx, WSLAY_ERR_CALLBACK_FAILURE);
+	if ((flags & WSLAY_MSG_MORE) && pending == 0 && len <= sizeof(ws->hdr)) {
+		memcpy(ws->hdr, data, len);
+		ws->hdr_len = len;
+		ws->hdr_off = 0;
+		return (ssize_t)len;
 	}
-	return -1;
+	if (pending > 0)
+		iov[mh.msg_iovlen++] = (struct iovec){ws->hdr + ws->hdr_off, pending};
+	iov[mh.msg_iovlen++] = (struct iovec){(void *)data, len};
+	do {
+		n = sendmsg(ws->fd, &mh, MSG_NOSIGNAL);
+	} while (n < 0 && errno == EINTR);
+	if (n < 0) {
+		if (errno == EAGAIN || errno == EWOULDBLOCK) {
+			wslay_event_set_error(ctx, WSLAY_ERR_WOULDBLOCK);
+		} else {
+			ws->io_err = errno;
+			wslay_event_set_error(ctx, WSLAY_ERR_CALLBACK_FAILURE);
+		}
+		return -1;
+	}
+	if ((size_t)n < pending) {
+		ws->hdr_off += (size_t)n;
+		wslay_event_set_error(ctx, WSLAY_ERR_WOULDBLOCK);
+		return -1;
+	}
+	ws->hdr_len = ws->hdr_off = 0;
+	if ((size_t)n == pending) {
+		/* Only the header went: the socket is full; wslay offers the payload again. */
+		wslay_event_set_error(ctx, WSLAY_ERR_WOULDBLOCK);
+		return -1;
+	}
+	return n - (ssize_t)pending;
 }
 
 /* Fails the connection from inside wslay: close with code, read nothing more. */
@@ -406,9 +440,9 @@ static void write_frames(struct ward__ws *ws)
 		r = wslay_event_send(ws->ctx);
 		if (r == 0)
 			continue;
+		/* After their close, an echo that cannot go changes nothing: it is over. */
 		if (wslay_event_get_close_received(ws->ctx))
-			finish(ws, 0,
-			       "closed"); /* they closed; our echo could not go: done anyway */
+			finish(ws, 0, "closed");
 		else if (r == WSLAY_ERR_NOMEM)
 			finish(ws, -ENOMEM, "out of memory");
 		else

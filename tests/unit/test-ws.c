@@ -22,7 +22,35 @@
 
 #include "tap.h"
 
-#include "server/ws.h"
+/*
+ * The connection is compiled into this test with sendmsg(2) wrapped, so
+ * that a test can cut the server's writes after any number of bytes:
+ * partial writes land at every place of a frame, deterministically.
+ */
+static size_t write_cap; /* 0: sendmsg as it is */
+static ssize_t capped_sendmsg(int fd, const struct msghdr *mh, int flags);
+#define sendmsg capped_sendmsg
+#include "server/ws.c"
+#undef sendmsg
+
+static ssize_t capped_sendmsg(int fd, const struct msghdr *mh, int flags)
+{
+	struct iovec iov[4];
+	struct msghdr m = *mh;
+	size_t left = write_cap;
+
+	if (write_cap == 0 || mh->msg_iovlen > 4)
+		return sendmsg(fd, mh, flags);
+	m.msg_iov = iov;
+	m.msg_iovlen = 0;
+	for (size_t i = 0; i < mh->msg_iovlen && left > 0; i++) {
+		iov[i] = mh->msg_iov[i];
+		iov[i].iov_len = MIN(iov[i].iov_len, left);
+		left -= iov[i].iov_len;
+		m.msg_iovlen++;
+	}
+	return sendmsg(fd, &m, flags);
+}
 
 /* ------------------------------------------------------------------ the server side */
 
@@ -755,6 +783,63 @@ TEST(ws_large_messages_both_ways)
 	conn_free(&c);
 }
 
+/*
+ * The server's writes cut after 1, 2, 3... bytes: frame headers of every
+ * length form (7-bit, 16-bit and 64-bit lengths) split at every place, and
+ * the client still reads every frame whole and in order.
+ */
+TEST(ws_short_writes_keep_frames_whole)
+{
+	static const size_t sizes[] = {0, 1, 5, 125, 126, 127, 300, 65535, 65536, 70000};
+	static const size_t caps[] = {1, 2, 3, 4, 5, 7, 9, 11, 13, 4096};
+	uint8_t *msg = malloc(70000);
+
+	if (!msg)
+		abort();
+	for (size_t k = 0; k < ELEMENTSOF(caps); k++) {
+		struct ward__ws_config cfg = config();
+		struct conn c;
+		size_t got = 0, n = ELEMENTSOF(sizes) * 2;
+
+		conn_new(&c, &cfg);
+		upgrade(&c, "Authorization: Bearer t0ken\r\n");
+		write_cap = caps[k];
+		for (size_t i = 0; i < n; i++) {
+			size_t len = sizes[i % ELEMENTSOF(sizes)];
+
+			for (size_t j = 0; j < len; j++)
+				msg[j] = (uint8_t)(i + j);
+			ASSERT_OK(ward__ws_send(c.ws, i % 2 ? WARD_WS_BINARY : WARD_WS_TEXT, msg,
+						len));
+		}
+		/* A ping in the middle: its pong goes between two messages, never inside one. */
+		csend(&c, true, 0x9, "mid", 3);
+		while (got < n) {
+			struct frame_in f;
+
+			cread_frame(&c, &f);
+			if (f.opcode == 0xa) {
+				ASSERT_STREQ((char *)f.data, "mid");
+				free(f.data);
+				continue;
+			}
+			ASSERT_EQ(f.opcode, got % 2 ? 0x2 : 0x1);
+			ASSERT_EQ(f.len, sizes[got % ELEMENTSOF(sizes)]);
+			for (size_t j = 0; j < f.len; j++)
+				if (f.data[j] != (uint8_t)(got + j))
+					tap_fail(__FILE__, __LINE__,
+						 "cap %zu, message %zu, byte %zu", caps[k], got, j);
+			free(f.data);
+			got++;
+		}
+		write_cap = 0;
+		ASSERT_EQ(ward__ws_queued_bytes(c.ws), 0);
+		ASSERT_TRUE(ward__ws_is_open(c.ws));
+		conn_free(&c);
+	}
+	free(msg);
+}
+
 /* ------------------------------------------------------------------ close */
 
 TEST(ws_close_from_the_client)
@@ -1100,7 +1185,9 @@ static void set_interest(int ep, struct ward__ws *ws, int slot)
 
 /*
  * Debian's python3-websockets is installed for Debian's python3: use that
- * one, whatever another python3 (pyenv, a venv) comes first in PATH.
+ * one, whatever another python3 (pyenv, a venv) comes first in PATH. Its
+ * full path goes in argv[0] too: Python finds its prefix, and so its
+ * packages, from argv[0], searching PATH when it has no slash.
  */
 static const char *python(void)
 {
@@ -1122,7 +1209,7 @@ static bool have_websockets(void)
 			dup2(fd, 1);
 			dup2(fd, 2);
 		}
-		execlp(python(), "python3", "-c", "import websockets", (char *)NULL);
+		execlp(python(), python(), "-c", "import websockets", (char *)NULL);
 		_exit(127);
 	}
 	if (waitpid(pid, &status, 0) != pid)
@@ -1172,7 +1259,7 @@ TEST_TIMEOUT(ws_python_websockets_client, 120)
 	pid = fork();
 	ASSERT_OK(pid);
 	if (pid == 0) {
-		execlp(python(), "python3", script, port_s, "s3cret-token", (char *)NULL);
+		execlp(python(), python(), script, port_s, "s3cret-token", (char *)NULL);
 		_exit(127);
 	}
 
