@@ -26,6 +26,15 @@ set -u
 export LC_ALL=C
 umask 022
 
+# The cases must not depend on how the suite was started: a parent that ignores
+# SIGINT or SIGQUIT (nohup, a background job of a non-interactive shell, some CI
+# runners) would pass that on to every ward and command started here, and a
+# shell cannot undo a disposition ignored at its entry. So the script runs again
+# with every signal at its default (coreutils' env --default-signal), once.
+if [ -z "${WARD_TEST_SIGNALS_RESET:-}" ]; then
+	WARD_TEST_SIGNALS_RESET=1 exec env --default-signal bash "$0" "$@"
+fi
+
 WARD_SRC=${WARD_SRC:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
 WARD=${WARD:-$WARD_SRC/build/ward}
 PROBE=${PROBE:-$WARD_SRC/build/tests/probe}

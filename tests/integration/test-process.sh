@@ -101,14 +101,14 @@ t_ward_killed() {
 	ward_killed_leaves_nothing "$WARD" run --
 }
 
-# Starts ward in the background with job control on, so that bash does not set
-# SIGINT and SIGQUIT to "ignored" for it (what a non-interactive shell does to
-# background jobs, and what the command would inherit). Its pid in WPID.
+# Starts ward in the background with every signal at its default disposition
+# (env --default-signal): a non-interactive shell starts background jobs with
+# SIGINT and SIGQUIT ignored, and so may whatever started the test suite (nohup,
+# a CI runner); ward's command would inherit that, as exec(2) passes ignored
+# signals on. Its pid in WPID.
 ward_bg() {
-	set -m
-	"$WARD" run "$@" </dev/null >/dev/null 2>&1 &
+	env --default-signal "$WARD" run "$@" </dev/null >/dev/null 2>&1 &
 	WPID=$!
-	set +m
 	BG_PIDS+=("$WPID")
 }
 
@@ -130,6 +130,32 @@ t_signal_forwarding() {
 	kill -TERM "$WPID"
 	wait "$WPID"
 	assert_eq "$?" 42 "exit status of a command trapping SIGTERM"
+}
+
+# A caller that ignores a signal passes that on, as exec(2) does (nohup ward run
+# ...): the command starts with it ignored; ward still forwards what it receives.
+t_ignored_signals_inherited() {
+	local m
+	m=$(marker sig-ignored)
+	(
+		trap '' INT
+		exec "$WARD" run -- sh -c "grep '^SigIgn:' /proc/self/status >'$WS/sigign.tmp'; mv '$WS/sigign.tmp' '$WS/sigign'; exec '$PROBE' sleep 30 \$0" "$m"
+	) </dev/null >/dev/null 2>&1 &
+	WPID=$!
+	BG_PIDS+=("$WPID")
+	wait_for test -s "$WS/sigign" || fail "the sandboxed shell did not start"
+	wait_for pgrep -f -- "$m" >/dev/null || fail "the sandboxed sleeper did not start"
+	# SIGINT is bit 2 of the mask (signal 2): ignored inside.
+	local ign
+	ign=$(awk '{print $2}' "$WS/sigign")
+	[ $((0x$ign & 2)) = 2 ] || fail "SIGINT is not ignored inside: SigIgn $ign"
+	kill -INT "$WPID"
+	sleep 0.3
+	kill -0 "$WPID" 2>/dev/null || fail "ward ended on a SIGINT its command ignores"
+	kill -TERM "$WPID"
+	wait "$WPID"
+	assert_eq "$?" 143 "exit status after SIGTERM"
+	expect_gone "$m"
 }
 
 t_timeout() {
@@ -184,6 +210,7 @@ tcase "PID 1 is ward's init: only sandbox processes, reaps orphans" t_pid1_init
 tcase "nothing is left running after the command (setsid, nohup, double fork)" t_nothing_left
 tcase "nothing is left running after ward is SIGKILLed" t_ward_killed
 tcase "signals are forwarded; 128+N on death by signal" t_signal_forwarding
+tcase "signals the caller ignores stay ignored in the command" t_ignored_signals_inherited
 tcase "--timeout kills everything and exits 124" t_timeout
 tcase "stdin, stdout and stderr pass straight through" t_stdio
 tcase "environment and working directory" t_env
