@@ -149,6 +149,65 @@ static int drop_capabilities(struct ward_error *err)
 	return 0;
 }
 
+/*
+ * init's privileges when it runs as root without a user namespace (after the
+ * mounts, the network and the pty are set up): an empty bounding set, locked
+ * securebits (a uid 0 gains nothing at execve, no setuid fix-up), no ambient
+ * or inheritable capabilities, and of the permitted set only CAP_SYS_PTRACE,
+ * which the seccomp supervisor needs to read the command's memory and take its
+ * sockets (pidfd_getfd) even when the command runs an unreadable binary
+ * (non-dumpable). init sees only the sandbox's pid namespace, so that
+ * capability reaches nothing else. Every step is checked: as real root a step
+ * that silently failed would leave the command with root's powers.
+ */
+static int drop_init_privileges(struct ward_error *err)
+{
+	struct __user_cap_header_struct hdr = {.version = _LINUX_CAPABILITY_VERSION_3};
+	struct __user_cap_data_struct data[2] = {0};
+	const unsigned long bits = SECBIT_NOROOT | SECBIT_NOROOT_LOCKED | SECBIT_NO_SETUID_FIXUP |
+		SECBIT_NO_SETUID_FIXUP_LOCKED | SECBIT_KEEP_CAPS_LOCKED |
+		SECBIT_NO_CAP_AMBIENT_RAISE | SECBIT_NO_CAP_AMBIENT_RAISE_LOCKED;
+	long sb;
+
+	for (int cap = 0; cap <= 63; cap++) {
+		if (prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) == 0)
+			continue;
+		if (errno == EINVAL)
+			break; /* past the last capability this kernel knows */
+		return ward__error(err, -errno, "capabilities",
+				   "cannot drop capability %d from the bounding set: %m", cap);
+	}
+	if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0 && errno != EINVAL)
+		return ward__error(err, -errno, "capabilities",
+				   "cannot clear the ambient capabilities: %m");
+	if (prctl(PR_SET_SECUREBITS, bits, 0, 0, 0) < 0)
+		return ward__error(err, -errno, "capabilities", "cannot lock the securebits: %m");
+	sb = prctl(PR_GET_SECUREBITS, 0, 0, 0, 0);
+	if (sb < 0 || ((unsigned long)sb & bits) != bits)
+		return ward__error(err, -EPERM, "capabilities", "the securebits did not lock");
+	data[CAP_TO_INDEX(CAP_SYS_PTRACE)].permitted = CAP_TO_MASK(CAP_SYS_PTRACE);
+	data[CAP_TO_INDEX(CAP_SYS_PTRACE)].effective = CAP_TO_MASK(CAP_SYS_PTRACE);
+	if (syscall(SYS_capset, &hdr, data) < 0)
+		return ward__error(err, -errno, "capabilities", "cannot drop capabilities: %m");
+	memset(data, 0, sizeof(data));
+	if (syscall(SYS_capget, &hdr, data) < 0)
+		return ward__error(err, -errno, "capabilities", "cannot read capabilities: %m");
+	if (data[0].permitted != CAP_TO_MASK(CAP_SYS_PTRACE) || data[1].permitted ||
+	    data[0].inheritable || data[1].inheritable)
+		return ward__error(err, -EPERM, "capabilities",
+				   "capabilities remain after dropping them");
+	for (int cap = 0; cap <= 63; cap++) {
+		int in = prctl(PR_CAPBSET_READ, cap, 0, 0, 0);
+
+		if (in < 0)
+			break;
+		if (in > 0)
+			return ward__error(err, -EPERM, "capabilities",
+					   "capability %d remains in the bounding set", cap);
+	}
+	return 0;
+}
+
 int ward__send_fd(int sock, int fd)
 {
 	char c = 'L';
@@ -368,8 +427,10 @@ static void kill_everything(bool isolated)
 }
 
 void ward__init_main(const struct ward__spawn_opts *o, int report_fd, int hold_fd,
-		     const struct ward__seccomp_prog *prog, int landlock_fd, bool isolated)
+		     const struct ward__seccomp_prog *prog, int landlock_fd,
+		     enum ward__isolation iso)
 {
+	bool isolated = iso != WARD_ISOLATION_NONE;
 	struct ward__supervisor sup = {.listener_fd = -1};
 	bool have_sup = false, have_status = false;
 	struct ward_error e = {0};
@@ -404,6 +465,15 @@ void ward__init_main(const struct ward__spawn_opts *o, int report_fd, int hold_f
 		ward__error(&e, -errno, "init", "cannot create a socket pair: %m");
 		cmd_fail(report_fd, 125, &e);
 	}
+	/*
+	 * Without a user namespace init holds root's capabilities in the host's
+	 * own namespace: it gives them up before the command exists, so that
+	 * neither the command (a fork of init) nor init itself, which reads the
+	 * command's input, keeps anything a root process could use against the
+	 * host.
+	 */
+	if (iso == WARD_ISOLATION_ROOT && drop_init_privileges(&e) < 0)
+		cmd_fail(report_fd, 125, &e);
 
 	{
 		struct cmd_args ca = {.o = o,

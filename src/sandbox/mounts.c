@@ -28,6 +28,7 @@
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -231,6 +232,19 @@ int ward__mounts_setup(const struct ward_policy *p, struct ward_error *err)
 		return mount_proc(err);
 
 	for (size_t i = 0; i < n_roots; i++) {
+		struct statvfs sv;
+
+		/*
+		 * A root on a read-only mount of the host stays read-only: in a user
+		 * namespace the kernel refuses to clear the flag (the mount is
+		 * locked), and without one (root) ward must not lift it either.
+		 */
+		if (statvfs(p->roots.v[i], &sv) == 0 && (sv.f_flag & ST_RDONLY)) {
+			r = ward__error(err, -EROFS, "mount",
+					"writable root '%s' is on a read-only mount of the host",
+					p->roots.v[i]);
+			goto out;
+		}
 		r = clone_tree(p->roots.v[i], &root_fds[i]);
 		if (r < 0) {
 			ward__error(err, r, "mount", "cannot clone writable root '%s': %m",

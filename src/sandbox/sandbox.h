@@ -13,11 +13,29 @@
 
 /* ------------------------------------------------------------ host features (features.c) */
 
+/* How the sandbox is isolated. */
+enum ward__isolation {
+	WARD_ISOLATION_NONE = 0, /* the Landlock+seccomp fallback (or danger-full-access) */
+	WARD_ISOLATION_USERNS = 1, /* a user namespace and the mount, pid, ipc, uts, net ones */
+	/*
+	 * The same namespaces without a user namespace, created with the
+	 * CAP_SYS_ADMIN of a root caller where user namespaces are refused; init
+	 * drops every privilege before the command starts.
+	 */
+	WARD_ISOLATION_ROOT = 2,
+};
+
 struct ward__features {
 	bool userns; /* an unprivileged user namespace with a mount namespace can be created */
 	int userns_errno; /* why not (positive errno), when !userns */
 	char userns_why
 		[160]; /* one-line reason, e.g. "kernel.apparmor_restrict_unprivileged_userns=1" */
+	/*
+	 * Without user namespaces: the caller holds CAP_SYS_ADMIN (root) and the
+	 * mount, pid, ipc, uts and network namespaces can be created directly.
+	 */
+	bool rootns;
+	bool apparmor_restricts_userns; /* kernel.apparmor_restrict_unprivileged_userns=1 */
 	int landlock_abi; /* 0 when Landlock is unavailable */
 	int landlock_errno;
 	bool seccomp; /* seccomp filters can be installed */
@@ -250,6 +268,7 @@ struct ward__sandbox {
 	int life_fd; /* write end of the pipe whose closing tells the child ward is gone */
 	int pty_master; /* with opts.pty: the master side, O_CLOEXEC, or -1 */
 	bool isolated; /* namespaces in force; false in the Landlock+seccomp fallback */
+	enum ward__isolation isolation;
 	bool netns;
 	int landlock_abi; /* in force, 0 if none */
 	bool seccomp;
@@ -321,4 +340,4 @@ WARD_INTERNAL int ward__mounts_setup(const struct ward_policy *p, struct ward_er
  */
 _noreturn_ WARD_INTERNAL void ward__init_main(const struct ward__spawn_opts *o, int report_fd,
 					      int hold_fd, const struct ward__seccomp_prog *prog,
-					      int landlock_fd, bool isolated);
+					      int landlock_fd, enum ward__isolation iso);

@@ -29,6 +29,7 @@
 #include <string.h>
 #include <sys/inotify.h>
 #include <sys/ioctl.h>
+#include <linux/capability.h>
 #include <linux/seccomp.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
@@ -213,8 +214,9 @@ static void close_inherited_fds(const struct ward__spawn_opts *o, int report_fd,
 
 _noreturn_ static void child_main(const struct ward__spawn_opts *opts, int report_fd, int life_fd,
 				  int pty_sock, int hold_fd, const struct ward__seccomp_prog *prog,
-				  bool isolated, uid_t uid, gid_t gid, int landlock_abi)
+				  enum ward__isolation iso, uid_t uid, gid_t gid, int landlock_abi)
 {
+	bool isolated = iso != WARD_ISOLATION_NONE;
 	struct ward__spawn_opts local = *opts, *o = &local;
 	const struct ward_policy *p = o->policy;
 	struct ward_error e = {0};
@@ -237,9 +239,12 @@ _noreturn_ static void child_main(const struct ward__spawn_opts *opts, int repor
 	close_inherited_fds(o, report_fd, pty_sock, hold_fd);
 
 	if (isolated) {
-		r = write_id_maps(uid, gid, &e);
-		if (r < 0)
-			child_fail(report_fd, &e);
+		/* Without a user namespace (root) the ids are the host's: nothing to map. */
+		if (iso == WARD_ISOLATION_USERNS) {
+			r = write_id_maps(uid, gid, &e);
+			if (r < 0)
+				child_fail(report_fd, &e);
+		}
 		r = ward__mounts_setup(p, &e);
 		if (r < 0)
 			child_fail(report_fd, &e);
@@ -271,7 +276,7 @@ _noreturn_ static void child_main(const struct ward__spawn_opts *opts, int repor
 		if (r < 0)
 			child_fail(report_fd, &e);
 	}
-	ward__init_main(o, report_fd, hold_fd, prog, landlock_fd, isolated);
+	ward__init_main(o, report_fd, hold_fd, prog, landlock_fd, iso);
 }
 
 /* ------------------------------------------------------------------ parent side */
@@ -333,7 +338,23 @@ struct fast_features {
 	bool user_notif;
 };
 
-static bool userns_refused; /* a previous attempt in this process was refused */
+/* A previous attempt in this process was refused: user namespaces, namespaces as root. */
+static bool userns_refused, rootns_refused;
+
+/*
+ * CAP_SYS_ADMIN in the host's user namespace (root, or a container given it):
+ * the namespaces other than the user namespace can be created directly, as
+ * bubblewrap does when it runs as root.
+ */
+static bool have_sys_admin(void)
+{
+	struct __user_cap_header_struct hdr = {.version = _LINUX_CAPABILITY_VERSION_3};
+	struct __user_cap_data_struct data[2] = {0};
+
+	if (syscall(SYS_capget, &hdr, data) < 0)
+		return false;
+	return data[CAP_TO_INDEX(CAP_SYS_ADMIN)].effective & CAP_TO_MASK(CAP_SYS_ADMIN);
+}
 
 static const struct fast_features *fast_features(void)
 {
@@ -371,9 +392,11 @@ static void wait_setup(struct ward__sandbox *sb)
 }
 
 /* Returns 1 when namespaces were refused by the host (caller falls back), 0 or -errno otherwise. */
-static int spawn_attempt(const struct ward__spawn_opts *o, struct ward__sandbox *sb, bool isolated,
-			 int landlock_abi, bool user_notif, struct ward_error *err)
+static int spawn_attempt(const struct ward__spawn_opts *o, struct ward__sandbox *sb,
+			 enum ward__isolation iso, int landlock_abi, bool user_notif,
+			 struct ward_error *err)
 {
+	bool isolated = iso != WARD_ISOLATION_NONE;
 	const struct ward_policy *p = o->policy;
 	bool danger = p->mode == WARD_MODE_DANGER_FULL_ACCESS;
 	struct ward__seccomp_opts so = {0};
@@ -418,7 +441,9 @@ static int spawn_attempt(const struct ward__spawn_opts *o, struct ward__sandbox 
 
 	flags = CLONE_PIDFD | SIGCHLD;
 	if (isolated) {
-		flags |= CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS;
+		flags |= CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS;
+		if (iso == WARD_ISOLATION_USERNS)
+			flags |= CLONE_NEWUSER;
 		if (!p->network)
 			flags |= CLONE_NEWNET;
 	}
@@ -445,7 +470,7 @@ static int spawn_attempt(const struct ward__spawn_opts *o, struct ward__sandbox 
 		if (ptys[0] >= 0)
 			close(ptys[0]);
 		/* init holds on to the guard's inotify instance: see ward__init_main(). */
-		child_main(o, report[1], life[0], ptys[1], sb->guard_fd, &prog, isolated, uid, gid,
+		child_main(o, report[1], life[0], ptys[1], sb->guard_fd, &prog, iso, uid, gid,
 			   danger ? 0 : landlock_abi);
 	}
 
@@ -460,6 +485,7 @@ static int spawn_attempt(const struct ward__spawn_opts *o, struct ward__sandbox 
 	sb->report_fd = TAKE_FD(report[0]);
 	ward__fd_nonblock(sb->report_fd, true);
 	sb->isolated = isolated;
+	sb->isolation = iso;
 	sb->netns = isolated && !p->network;
 	sb->landlock_abi = danger ? 0 : landlock_abi;
 	sb->seccomp = !danger;
@@ -533,13 +559,27 @@ int ward__sandbox_spawn(const struct ward__spawn_opts *o, struct ward__sandbox *
 		return ward__error(err, -EINVAL, "spawn", "no command given");
 	danger = p->mode == WARD_MODE_DANGER_FULL_ACCESS;
 	if (danger)
-		return spawn_attempt(o, sb, false, 0, false, err);
+		return spawn_attempt(o, sb, WARD_ISOLATION_NONE, 0, false, err);
 
 	if (!userns_refused) {
-		r = spawn_attempt(o, sb, true, ff->landlock_abi, ff->user_notif, err);
+		r = spawn_attempt(o, sb, WARD_ISOLATION_USERNS, ff->landlock_abi, ff->user_notif,
+				  err);
 		if (r <= 0)
 			return r;
 		userns_refused = true;
+	}
+	/*
+	 * No user namespace, but the rights to create the others (root where
+	 * user namespaces are refused): the same sandbox without the user
+	 * namespace. init drops every privilege before the command starts
+	 * (init.c), so the command holds exactly what it holds with one.
+	 */
+	if (!rootns_refused && have_sys_admin()) {
+		r = spawn_attempt(o, sb, WARD_ISOLATION_ROOT, ff->landlock_abi, ff->user_notif,
+				  err);
+		if (r <= 0)
+			return r;
+		rootns_refused = true;
 	}
 
 	/* The host refused namespaces: now learn why, for the message and the hint. */
@@ -563,7 +603,7 @@ int ward__sandbox_spawn(const struct ward__spawn_opts *o, struct ward__sandbox *
 			err, "run 'ward doctor' for what this host refuses and how to allow it");
 		return -EPERM;
 	}
-	r = spawn_attempt(o, sb, false, ff->landlock_abi, ff->user_notif, err);
+	r = spawn_attempt(o, sb, WARD_ISOLATION_NONE, ff->landlock_abi, ff->user_notif, err);
 	if (r == 0)
 		ward__features_missing_guarantees(f, p, sb->fallback_missing,
 						  sizeof(sb->fallback_missing));
