@@ -296,6 +296,16 @@ WARD_PUBLIC int ward_policy_describe_json(const struct ward_policy *p, char **re
 	json_object_set_new(enf, "seccomp", json_boolean(!danger && f->seccomp));
 	json_object_set_new(enf, "unix_socket_supervision",
 			    json_boolean(!danger && !p->network && f->seccomp_user_notif));
+	/*
+	 * With the network on there is no network namespace: only Landlock's
+	 * scoping (ABI 6) keeps the host's abstract unix sockets out of reach.
+	 */
+	if (!danger && (f->userns || f->rootns) && p->network && f->landlock_abi < 6) {
+		snprintf(buf, sizeof(buf),
+			 "scoping of the host's abstract unix sockets with the network on (Landlock ABI %d < 6)",
+			 f->landlock_abi);
+		json_array_append_new(missing, json_string(buf));
+	}
 	if (!danger && !f->userns) {
 		json_object_set_new(enf, "userns_unavailable_because", json_string(f->userns_why));
 		/* Root builds the same sandbox without a user namespace: then nothing is missing. */

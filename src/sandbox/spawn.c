@@ -560,6 +560,23 @@ int ward__sandbox_spawn(const struct ward__spawn_opts *o, struct ward__sandbox *
 	danger = p->mode == WARD_MODE_DANGER_FULL_ACCESS;
 	if (danger)
 		return spawn_attempt(o, sb, WARD_ISOLATION_NONE, 0, false, err);
+	/*
+	 * A kept descriptor of a directory leads to the host's own mount of it,
+	 * which the sandbox's read-only view does not cover: only Landlock, which
+	 * checks the path an fd leads to, stops writes beneath it. Without
+	 * Landlock such a descriptor would open the host: refuse it.
+	 */
+	for (size_t i = 0; ff->landlock_abi < 1 && i < o->n_keep_fds; i++) {
+		struct stat st;
+		int fl = fcntl(o->keep_fds[i], F_GETFL);
+
+		if (fstat(o->keep_fds[i], &st) == 0 && (S_ISDIR(st.st_mode) || (fl >= 0 && (fl & O_PATH)))) {
+			ward__error(err, -EPERM, "spawn",
+				    "cannot keep fd %d: it is a directory (or an O_PATH descriptor), and without Landlock nothing would stop writes beneath it",
+				    o->keep_fds[i]);
+			return -EPERM;
+		}
+	}
 
 	if (!userns_refused) {
 		r = spawn_attempt(o, sb, WARD_ISOLATION_USERNS, ff->landlock_abi, ff->user_notif,

@@ -28,6 +28,13 @@
  *
  * The filter is inherited across exec and fork, so ward and everything it
  * starts live on such a "host".
+ *
+ * Started under the name "ward" (a symlink), it reads the real program and its
+ * options from the file of the same path plus ".conf" (two lines: the program,
+ * then the options separated by spaces) and execs the program with the same
+ * arguments: a drop-in ward for tests, with no shell in between to change the
+ * environment, the pid or the name, and nothing in the environment a test that
+ * clears it could lose.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -164,21 +171,62 @@ static int apparmor_restrict(void)
 	return 0;
 }
 
+static bool option(const char *o, bool *userns_only, bool *no_landlock, bool *aa)
+{
+	if (strcmp(o, "--userns-only") == 0)
+		*userns_only = true;
+	else if (strcmp(o, "--no-landlock") == 0)
+		*no_landlock = true;
+	else if (strcmp(o, "--apparmor-restrict") == 0)
+		*aa = true;
+	else
+		return false;
+	return true;
+}
+
 int main(int argc, char **argv)
 {
 	bool userns_only = false, no_landlock = false, aa = false;
+	const char *base = strrchr(argv[0], '/') ? strrchr(argv[0], '/') + 1 : argv[0];
+	char *exec_path = NULL;
 	scmp_filter_ctx ctx;
 	int i = 1, r;
 
-	for (; i < argc && strncmp(argv[i], "--", 2) == 0; i++) {
-		if (strcmp(argv[i], "--userns-only") == 0)
-			userns_only = true;
-		else if (strcmp(argv[i], "--no-landlock") == 0)
-			no_landlock = true;
-		else if (strcmp(argv[i], "--apparmor-restrict") == 0)
-			aa = true;
-		else
-			break;
+	if (strcmp(base, "ward") == 0) {
+		char conf[4096], buf[8192], *save = NULL, *nl;
+		FILE *f;
+		size_t len;
+
+		snprintf(conf, sizeof(conf), "%s.conf", argv[0]);
+		f = fopen(conf, "re");
+		if (!f) {
+			fprintf(stderr, "hardened-wrapper: started as ward without '%s': %s\n", conf,
+				strerror(errno));
+			return 125;
+		}
+		len = fread(buf, 1, sizeof(buf) - 1, f);
+		fclose(f);
+		buf[len] = '\0';
+		nl = strchr(buf, '\n');
+		if (!nl) {
+			fprintf(stderr, "hardened-wrapper: '%s' needs two lines\n", conf);
+			return 125;
+		}
+		*nl = '\0';
+		exec_path = strdup(buf);
+		if (!exec_path)
+			return 125;
+		nl[1 + strcspn(nl + 1, "\n")] = '\0';
+		for (char *t = strtok_r(nl + 1, " ", &save); t; t = strtok_r(NULL, " ", &save))
+			if (!option(t, &userns_only, &no_landlock, &aa)) {
+				fprintf(stderr, "hardened-wrapper: unknown option '%s'\n", t);
+				return 125;
+			}
+		i = 0;
+	} else {
+		for (; i < argc && strncmp(argv[i], "--", 2) == 0; i++)
+			if (!option(argv[i], &userns_only, &no_landlock, &aa))
+				break;
 	}
 	if (i >= argc) {
 		fprintf(stderr,
@@ -234,7 +282,12 @@ int main(int argc, char **argv)
 			r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(ENOSYS),
 					     SCMP_SYS(landlock_restrict_self), 0);
 	}
-	/* Unprivileged callers need no_new_privs to install a filter; root does not, and keeps setuid working. */
+	/*
+	 * Unprivileged callers need no_new_privs to install a filter; root does
+	 * not, and keeps setuid working (libseccomp would set it by default).
+	 */
+	if (r == 0 && geteuid() == 0)
+		r = seccomp_attr_set(ctx, SCMP_FLTATR_CTL_NNP, 0);
 	if (r == 0 && geteuid() != 0 && prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
 		r = -errno;
 	if (r == 0)
@@ -244,7 +297,11 @@ int main(int argc, char **argv)
 		fprintf(stderr, "hardened-wrapper: cannot install the filter: %s\n", strerror(-r));
 		return 125;
 	}
-	execvp(argv[i], argv + i);
-	fprintf(stderr, "hardened-wrapper: cannot execute '%s': %s\n", argv[i], strerror(errno));
+	if (exec_path)
+		execv(exec_path, argv);
+	else
+		execvp(argv[i], argv + i);
+	fprintf(stderr, "hardened-wrapper: cannot execute '%s': %s\n", exec_path ? exec_path : argv[i],
+		strerror(errno));
 	return errno == ENOENT ? 127 : 126;
 }
