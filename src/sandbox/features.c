@@ -240,7 +240,7 @@ size_t ward__features_missing_guarantees(const struct ward__features *f,
 		return 0;
 	/* Landlock grants rights to whole hierarchies; it cannot take a subpath back out of a root. */
 	if (p->mode == WARD_MODE_WORKSPACE_WRITE)
-		ADD("read-only protection of .git/hooks, .git/config, .codex, .agents, .ward and --protect paths inside writable roots");
+		ADD("read-only protection of .git/hooks, .git/config, .codex, .agents, .ward and --protect paths inside writable roots (guarded instead: a change kills the sandbox and is undone; see ward(1))");
 	if (p->n_deny > 0)
 		ADD("hiding of --deny-read paths");
 	ADD("a private /proc and pid isolation (host processes are visible)");
@@ -301,9 +301,10 @@ WARD_PUBLIC int ward_policy_describe_json(const struct ward_policy *p, char **re
 	 * scoping (ABI 6) keeps the host's abstract unix sockets out of reach.
 	 */
 	if (!danger && (f->userns || f->rootns) && p->network && f->landlock_abi < 6) {
-		snprintf(buf, sizeof(buf),
-			 "scoping of the host's abstract unix sockets with the network on (Landlock ABI %d < 6)",
-			 f->landlock_abi);
+		snprintf(
+			buf, sizeof(buf),
+			"scoping of the host's abstract unix sockets with the network on (Landlock ABI %d < 6)",
+			f->landlock_abi);
 		json_array_append_new(missing, json_string(buf));
 	}
 	if (!danger && !f->userns) {

@@ -428,9 +428,11 @@ static void kill_everything(bool isolated)
 
 void ward__init_main(const struct ward__spawn_opts *o, int report_fd, int hold_fd,
 		     const struct ward__seccomp_prog *prog, int landlock_fd,
-		     enum ward__isolation iso)
+		     enum ward__isolation iso, const struct ward__init_leases *leases)
 {
 	bool isolated = iso != WARD_ISOLATION_NONE;
+	int lease_fds[WARD_GUARD_MAX_LEASES];
+	size_t n_leases = leases ? MIN(leases->n, (size_t)WARD_GUARD_MAX_LEASES) : 0;
 	struct ward__supervisor sup = {.listener_fd = -1};
 	bool have_sup = false, have_status = false;
 	struct ward_error e = {0};
@@ -446,6 +448,10 @@ void ward__init_main(const struct ward__spawn_opts *o, int report_fd, int hold_f
 	signal_default(SIGCHLD);
 	forwarded_set(&set);
 	sigaddset(&set, WARD_SIG_PARENT_DIED);
+	if (n_leases > 0) {
+		sigaddset(&set, WARD_SIG_LEASE);
+		sigaddset(&set, SIGIO);
+	}
 	if (sigprocmask(SIG_BLOCK, &set, NULL) < 0 ||
 	    (sfd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK)) < 0) {
 		ward__error(&e, -errno, "init", "cannot set up signal handling: %m");
@@ -454,6 +460,21 @@ void ward__init_main(const struct ward__spawn_opts *o, int report_fd, int hold_f
 	if (!isolated && prctl(PR_SET_CHILD_SUBREAPER, 1) < 0) {
 		ward__error(&e, -errno, "init", "cannot become a subreaper: %m");
 		cmd_fail(report_fd, 125, &e);
+	}
+	/*
+	 * The fallback's guard: a read lease on every protected file. Opening one
+	 * for writing (or truncating it) then blocks the opener in the kernel and
+	 * signals init, which kills the sandbox before a byte is written. A file
+	 * the kernel grants no lease (not owned by ward's user, open for writing
+	 * elsewhere, a filesystem without leases) stays watched by ward's inotify.
+	 */
+	for (size_t i = 0; i < n_leases; i++) {
+		lease_fds[i] = leases->fds[i];
+		if (fcntl(lease_fds[i], F_SETSIG, WARD_SIG_LEASE) < 0 ||
+		    fcntl(lease_fds[i], F_SETLEASE, F_RDLCK) < 0) {
+			close(lease_fds[i]);
+			lease_fds[i] = -1;
+		}
 	}
 	/* Landlock and seccomp both require no_new_privs (or CAP_SYS_ADMIN, which the command must not keep). */
 	if (o->policy->mode != WARD_MODE_DANGER_FULL_ACCESS &&
@@ -572,6 +593,22 @@ void ward__init_main(const struct ward__spawn_opts *o, int report_fd, int hold_f
 				kill_everything(isolated);
 				_exit(128 + SIGKILL);
 			}
+			if ((int)si.ssi_signo == WARD_SIG_LEASE || si.ssi_signo == SIGIO) {
+				/*
+				 * A lease broke: the command is about to write a protected
+				 * file (it waits in open() meanwhile). Everything dies now;
+				 * ward restores and reports once init has reaped it all.
+				 */
+				struct ward__msg_guard m = {.access = "write"};
+
+				for (size_t i = 0; i < n_leases; i++)
+					if (lease_fds[i] >= 0 && lease_fds[i] == si.ssi_fd)
+						snprintf(m.target, sizeof(m.target), "%s",
+							 leases->paths[i]);
+				kill_everything(isolated);
+				ward__report(report_fd, WARD_MSG_GUARD, &m, sizeof(m));
+				continue;
+			}
 			if (si.ssi_signo != SIGCHLD) {
 				/* To the command's process group, as a terminal would; to the pid if it left it. */
 				if (kill(-cmd, (int)si.ssi_signo) < 0)
@@ -599,6 +636,10 @@ void ward__init_main(const struct ward__spawn_opts *o, int report_fd, int hold_f
 		;
 	if (have_sup)
 		ward__supervisor_release(&sup);
+	/* The leases go before the status: ward restores next, and must not wait on them. */
+	for (size_t i = 0; i < n_leases; i++)
+		if (lease_fds[i] >= 0)
+			close(lease_fds[i]);
 	{
 		struct ward__msg_status m = {.wait_status = status};
 

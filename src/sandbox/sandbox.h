@@ -156,6 +156,7 @@ enum ward__msg_type {
 	WARD_MSG_READY = 4, /* payload: struct ward__msg_ready; the command was exec()ed */
 	WARD_MSG_DENIALS_DROPPED =
 		5, /* payload: struct ward__msg_dropped; once, from the supervisor */
+	WARD_MSG_GUARD = 6, /* payload: struct ward__msg_guard; init killed the sandbox */
 };
 
 struct ward__msg_hdr {
@@ -187,6 +188,15 @@ struct ward__msg_denial {
 		[WARD_DENIAL_TARGET_MAX]; /* path, address, or syscall arguments; NUL-terminated */
 };
 
+/*
+ * init broke off the run: a protected file's lease was broken (the command
+ * opened it for writing or truncated it). Every process is being killed.
+ */
+struct ward__msg_guard {
+	char access[16];
+	char target[WARD_DENIAL_TARGET_MAX];
+};
+
 /* Denials the supervisor did not send because WARD_MAX_DENIALS were sent already. */
 struct ward__msg_dropped {
 	uint32_t count;
@@ -194,6 +204,61 @@ struct ward__msg_dropped {
 
 /* Writes one message; async-signal-safe. Errors are ignored (the reader may be gone). */
 WARD_INTERNAL void ward__report(int fd, uint32_t type, const void *payload, uint32_t len);
+
+/* ------------------------------------------------------------ guard (guard.c) */
+
+/*
+ * Bounds of what the fallback's guard keeps to restore protected paths: a
+ * protected file over WARD_GUARD_MAX_FILE (or protected paths over the other
+ * bounds) makes ward refuse to run without namespaces, with a clear error.
+ */
+#define WARD_GUARD_MAX_ENTRIES 1024 /* files, directories and links kept */
+#define WARD_GUARD_MAX_FILE (8 << 20) /* bytes of one protected file */
+#define WARD_GUARD_MAX_BYTES (64 << 20) /* bytes of all of them */
+#define WARD_GUARD_MAX_DEPTH 16 /* levels beneath a protected directory */
+#define WARD_GUARD_MAX_LEASES 256 /* protected files init holds a lease on; the rest are watched */
+/* The signal a broken lease sends to init (F_SETSIG); SIGIO when the queue is full. */
+#define WARD_SIG_LEASE (SIGRTMIN + 3)
+
+struct ward__guard;
+typedef void (*ward__guard_report_fn)(void *userdata, const char *access, const char *path);
+
+/*
+ * Sets up the guard of a policy (*ret NULL when nothing needs one): with
+ * namespaces (fallback false) the protected paths that do not exist yet; in
+ * the fallback every protected path, kept (content, mode, owner, time;
+ * bounded), watched, and pinned directories watched for renames.
+ */
+WARD_INTERNAL int ward__guard_new(const struct ward_policy *p, bool fallback,
+				  struct ward__guard **ret, struct ward_error *err);
+WARD_INTERNAL void ward__guard_free(struct ward__guard *g);
+/* The inotify fd to poll (owned by the guard), or -1. */
+WARD_INTERNAL int ward__guard_fd(const struct ward__guard *g);
+/* Read-only descriptors of the kept files, for init's leases, and their paths. */
+WARD_INTERNAL size_t ward__guard_leases(const struct ward__guard *g, const int **ret_fds,
+					char *const **ret_paths);
+/* Closes ward's copies of the lease descriptors (after init has its own). */
+WARD_INTERNAL void ward__guard_close_leases(struct ward__guard *g);
+/* Reads pending events; *ret_changed with the first change's access and path. */
+WARD_INTERNAL int ward__guard_read(struct ward__guard *g, char *access, size_t asize, char *path,
+				   size_t psize, bool *ret_changed);
+/*
+ * Puts back what was kept, once every process of the sandbox is dead: removes
+ * what was created, rewrites what changed, moves a renamed pin back. Calls fn
+ * for each path it had to repair; names the first it could not in left.
+ * Returns how many it repaired.
+ */
+WARD_INTERNAL int ward__guard_restore(struct ward__guard *g, ward__guard_report_fn fn,
+				      void *userdata, char *left, size_t left_size);
+/* Removes name under parent_fd, never following symlinks, only entries owned by ward's user. */
+WARD_INTERNAL int ward__remove_tree_at(int parent_fd, const char *name, unsigned depth);
+
+/* What init needs of the guard: the lease descriptors, kept open across the fork. */
+struct ward__init_leases {
+	const int *fds;
+	char *const *paths;
+	size_t n;
+};
 
 /* ------------------------------------------------------------ supervisor (supervise.c) */
 
@@ -281,9 +346,8 @@ struct ward__sandbox {
 	struct ward__denial *denials;
 	size_t n_denials;
 	size_t denials_dropped;
-	bool guard_tripped; /* a missing protected path was created and removed */
-	char guard_left[PATH_MAX +
-			64]; /* "path: reason" when a created entry could not be removed */
+	bool guard_tripped; /* a protected path was changed (and restored) */
+	char guard_left[PATH_MAX + 64]; /* "path: reason" when a change could not be undone */
 	char fallback_missing[512]; /* in fallback mode: the guarantees not given */
 	void *priv;
 };
@@ -340,4 +404,5 @@ WARD_INTERNAL int ward__mounts_setup(const struct ward_policy *p, struct ward_er
  */
 _noreturn_ WARD_INTERNAL void ward__init_main(const struct ward__spawn_opts *o, int report_fd,
 					      int hold_fd, const struct ward__seccomp_prog *prog,
-					      int landlock_fd, enum ward__isolation iso);
+					      int landlock_fd, enum ward__isolation iso,
+					      const struct ward__init_leases *leases);

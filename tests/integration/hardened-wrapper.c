@@ -200,8 +200,8 @@ int main(int argc, char **argv)
 		snprintf(conf, sizeof(conf), "%s.conf", argv[0]);
 		f = fopen(conf, "re");
 		if (!f) {
-			fprintf(stderr, "hardened-wrapper: started as ward without '%s': %s\n", conf,
-				strerror(errno));
+			fprintf(stderr, "hardened-wrapper: started as ward without '%s': %s\n",
+				conf, strerror(errno));
 			return 125;
 		}
 		len = fread(buf, 1, sizeof(buf) - 1, f);
@@ -301,7 +301,7 @@ int main(int argc, char **argv)
 		execv(exec_path, argv);
 	else
 		execvp(argv[i], argv + i);
-	fprintf(stderr, "hardened-wrapper: cannot execute '%s': %s\n", exec_path ? exec_path : argv[i],
-		strerror(errno));
+	fprintf(stderr, "hardened-wrapper: cannot execute '%s': %s\n",
+		exec_path ? exec_path : argv[i], strerror(errno));
 	return errno == ENOENT ? 127 : 126;
 }
