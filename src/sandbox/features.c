@@ -28,6 +28,10 @@
 
 static struct ward__features features;
 static pthread_once_t features_once = PTHREAD_ONCE_INIT;
+/* What ward run learnt by trying (ward__features_note_refused): no probe process needed then. */
+static int noted_userns_errno;
+static const char *noted_userns_how;
+static bool noted_rootns_refused;
 
 static int read_int(const char *path, long *ret)
 {
@@ -193,8 +197,13 @@ static void probe(void)
 	long abi, v;
 	int fd;
 
-	probe_userns(f);
-	if (!f->userns)
+	if (noted_userns_errno) {
+		f->userns_errno = noted_userns_errno;
+		why_userns(f, noted_userns_how);
+	} else {
+		probe_userns(f);
+	}
+	if (!f->userns && !noted_rootns_refused)
 		probe_rootns(f);
 	f->apparmor_restricts_userns =
 		read_int("/proc/sys/kernel/apparmor_restrict_unprivileged_userns", &v) == 0 &&
@@ -213,6 +222,13 @@ static void probe(void)
 	if (fd >= 0)
 		close(fd);
 	probe_cgroup(f);
+}
+
+void ward__features_note_refused(int userns_errno, const char *how, bool rootns_refused)
+{
+	noted_userns_errno = userns_errno > 0 ? userns_errno : EPERM;
+	noted_userns_how = how;
+	noted_rootns_refused = rootns_refused;
 }
 
 const struct ward__features *ward__features_get(void)

@@ -54,6 +54,14 @@ struct ward__features {
  */
 WARD_INTERNAL const struct ward__features *ward__features_get(void);
 /*
+ * Tells the probe what a launch already learnt by trying, before the first
+ * ward__features_get() (spawn's fallback, for its messages): user namespaces
+ * refused with this errno at this step, and whether namespaces as root were
+ * refused too. The probe then spends no process of its own on them.
+ */
+WARD_INTERNAL void ward__features_note_refused(int userns_errno, const char *how,
+					       bool rootns_refused);
+/*
  * Writes into buf a "; "-separated list of the guarantees `ward run` cannot
  * give for this policy without namespaces (the Landlock+seccomp fallback).
  * Returns the length written.

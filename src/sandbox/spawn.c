@@ -362,6 +362,8 @@ struct fast_features {
 
 /* A previous attempt in this process was refused: user namespaces, namespaces as root. */
 static bool userns_refused, rootns_refused;
+static int userns_errno; /* why (positive errno), and at which step */
+static const char *userns_how = "clone(CLONE_NEWUSER)";
 
 /*
  * CAP_SYS_ADMIN in the host's user namespace (root, or a container given it):
@@ -483,6 +485,10 @@ static int spawn_attempt(const struct ward__spawn_opts *o, struct ward__sandbox 
 		/* EPERM: a seccomp filter or AppArmor; ENOSPC/EUSERS: user.max_user_namespaces; EINVAL: no userns. */
 		if (isolated &&
 		    (r == -EPERM || r == -EACCES || r == -ENOSPC || r == -EUSERS || r == -EINVAL)) {
+			if (iso == WARD_ISOLATION_USERNS) {
+				userns_errno = -r;
+				userns_how = "clone(CLONE_NEWUSER)";
+			}
 			r = 1;
 			goto fail;
 		}
@@ -544,6 +550,10 @@ static int spawn_attempt(const struct ward__spawn_opts *o, struct ward__sandbox 
 		wait_setup(sb);
 		if (sb->have_error && strcmp(sb->error.error.stage, "userns") == 0 &&
 		    (sb->error.error.code == -EPERM || sb->error.error.code == -EACCES)) {
+			if (iso == WARD_ISOLATION_USERNS) {
+				userns_errno = -sb->error.error.code;
+				userns_how = "setting up a new user namespace";
+			}
 			ward__sandbox_release(sb);
 			return 1;
 		}
@@ -629,7 +639,11 @@ int ward__sandbox_spawn(const struct ward__spawn_opts *o, struct ward__sandbox *
 		rootns_refused = true;
 	}
 
-	/* The host refused namespaces: now learn why, for the message and the hint. */
+	/*
+	 * The host refused namespaces: now learn why, for the message and the
+	 * hint, from what the attempts found (no probe process of its own).
+	 */
+	ward__features_note_refused(userns_errno, userns_how, rootns_refused || !have_sys_admin());
 	f = ward__features_get();
 	if (p->require_isolation) {
 		ward__error(
