@@ -419,11 +419,23 @@ static pid_t spawn_command(struct cmd_args *a)
 
 static void kill_everything(bool isolated)
 {
-	if (isolated)
+	siginfo_t si = {0};
+
+	if (isolated) {
 		/* As PID 1, kill(-1) reaches every other process of the namespace. */
 		kill(-1, SIGKILL);
-	else
-		ward__kill_tree(getpid());
+		return;
+	}
+	/*
+	 * init is a subreaper: every process of the sandbox is its descendant,
+	 * and every orphan among them its child. No child at all (running or a
+	 * zombie; WNOWAIT reaps none) means nothing is left to kill, and the walk
+	 * through /proc is skipped (the usual end of a run).
+	 */
+	if (waitid(P_ALL, 0, &si, WEXITED | WSTOPPED | WCONTINUED | WNOHANG | WNOWAIT) < 0 &&
+	    errno == ECHILD)
+		return;
+	ward__kill_tree(getpid());
 }
 
 void ward__init_main(const struct ward__spawn_opts *o, int report_fd, int hold_fd,
