@@ -13,7 +13,7 @@
 # Environment: WARD_MUST_WORK=1 (skips for missing kernel features fail; CI),
 # WARD_TEST_NO_ASAN=1 (skip the sanitizer build, for quick local runs),
 # WARD_TEST_ASAN_INTEGRATION (the integration tests run under ASan; default
-# "cli process fs escape"), WARD_TEST_UNPRIV_UID (default 65534).
+# "cli process fs escape fallback"), WARD_TEST_UNPRIV_UID (default 65534).
 #
 # As root, the isolation suites also run on two simulated hardened hosts
 # (WARD_TEST_HOST, see tests/integration/lib.sh): user namespaces refused, and
@@ -23,7 +23,7 @@ set -uo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top" || exit 1
 export WARD_MUST_WORK=${WARD_MUST_WORK:-0}
-asan_integration=${WARD_TEST_ASAN_INTEGRATION:-cli process fs escape}
+asan_integration=${WARD_TEST_ASAN_INTEGRATION:-cli process fs escape fallback}
 isolation_suites="fs git net escape process capture"
 unpriv_uid=${WARD_TEST_UNPRIV_UID:-65534}
 logs=$top/build/test-logs
