@@ -95,6 +95,7 @@ int cli_doctor(int argc, char **argv)
 	size_t n = 0;
 	char aa_cmd[4 * PATH_MAX + 512] = "", aa_profile[PATH_MAX + 32] = "";
 	bool aa_ok = false, aa = false;
+	char ll[64];
 	bool json = false;
 	struct ward_policy *p = NULL;
 	struct ward_error err = {0};
@@ -254,16 +255,20 @@ int cli_doctor(int argc, char **argv)
 				printf("  %s\n", aa_cmd);
 		}
 		printf("\nward run gives here:\n");
+		if (f->landlock_abi >= 1)
+			snprintf(ll, sizeof(ll), "Landlock ABI %d", f->landlock_abi);
+		else
+			snprintf(ll, sizeof(ll), "no Landlock (the mounts hold alone)");
 		if (f->rootns && !f->userns)
 			printf("  full isolation without a user namespace (ward runs as root): mount, pid, ipc, uts and\n"
 			       "  network namespaces created directly, read-only host, protected paths, deny-read masks,\n"
-			       "  Landlock ABI %d, seccomp, every capability dropped (uid 0 without capabilities, securebits\n"
+			       "  %s, seccomp, every capability dropped (uid 0 without capabilities, securebits\n"
 			       "  locked, empty bounding set, no_new_privs), own init\n",
-			       f->landlock_abi);
+			       ll);
 		else if (f->userns)
 			printf("  full isolation: namespaces (user, mount, pid, ipc, uts, network when off), read-only host,\n"
-			       "  protected paths, deny-read masks, Landlock ABI %d, seccomp, no capabilities, own init\n",
-			       f->landlock_abi);
+			       "  protected paths, deny-read masks, %s, seccomp, no capabilities, own init\n",
+			       ll);
 		else if (f->landlock_abi >= 1)
 			printf("  the fallback: Landlock ABI %d and seccomp only, without: %s\n",
 			       f->landlock_abi, missing);
