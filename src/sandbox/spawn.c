@@ -114,87 +114,6 @@ static int loopback_up(struct ward_error *err)
 }
 
 /*
- * The network namespace, made beside the mounts. Creating one costs more than
- * everything else in the sandbox's set-up together (the kernel registers every
- * protocol's per-namespace state and sysctls: about 0.45 ms here), so it is
- * not a flag of the first clone: init forks a helper at once, which unshares
- * a network namespace of its own and brings loopback up while init maps ids
- * and builds the mount view on the other CPU; init then joins the helper's
- * namespace (setns through a pidfd) and kills it. The helper is in the
- * sandbox's user and pid namespaces, so the namespace belongs to the sandbox
- * exactly as if the clone had made it.
- */
-struct netns_helper {
-	int pidfd;
-	int ready_fd; /* one byte: 0, or the errno the helper failed with */
-	pid_t pid;
-};
-
-static int netns_helper_start(struct netns_helper *h, struct ward_error *err)
-{
-	int pfd[2];
-	long pid;
-
-	*h = (struct netns_helper){.pidfd = -1, .ready_fd = -1};
-	if (pipe2(pfd, O_CLOEXEC) < 0)
-		return ward__error(err, -errno, "network", "cannot create a pipe: %m");
-	pid = syscall(SYS_clone, CLONE_PIDFD | SIGCHLD, NULL, &h->pidfd, NULL, 0);
-	if (pid < 0) {
-		close(pfd[0]);
-		close(pfd[1]);
-		return ward__error(err, -errno, "network", "cannot start the network helper: %m");
-	}
-	if (pid == 0) {
-		struct ward_error ignored = {0};
-		char c = 0;
-
-		/* Nothing of init's but the pipe; it dies with init. */
-		prctl(PR_SET_PDEATHSIG, SIGKILL);
-		if (pfd[1] > 3)
-			syscall(SYS_close_range, 3U, (unsigned)pfd[1] - 1, 0);
-		syscall(SYS_close_range, (unsigned)pfd[1] + 1, ~0U, 0);
-		if (unshare(CLONE_NEWNET) < 0)
-			c = (char)errno;
-		else if (loopback_up(&ignored) < 0)
-			c = (char)-ignored.code;
-		if (write(pfd[1], &c, 1) != 1)
-			_exit(1);
-		for (;;)
-			pause();
-	}
-	close(pfd[1]);
-	h->ready_fd = pfd[0];
-	h->pid = (pid_t)pid;
-	return 0;
-}
-
-/* Joins the helper's network namespace and ends the helper. */
-static int netns_helper_join(struct netns_helper *h, struct ward_error *err)
-{
-	char c = EIO;
-	ssize_t n;
-	int r = 0;
-
-	do
-		n = read(h->ready_fd, &c, 1);
-	while (n < 0 && errno == EINTR);
-	if (n != 1)
-		c = EIO;
-	if (c != 0)
-		/* Refused like the namespaces themselves (the userns stage makes spawn fall back). */
-		r = ward__error(err, -c, c == EPERM || c == EACCES ? "userns" : "network",
-				"cannot create the network namespace: %s", strerror(c));
-	else if (setns(h->pidfd, CLONE_NEWNET) < 0)
-		r = ward__error(err, -errno, "network", "cannot enter the network namespace: %m");
-	syscall(SYS_pidfd_send_signal, h->pidfd, SIGKILL, NULL, 0);
-	while (waitpid(h->pid, NULL, 0) < 0 && errno == EINTR)
-		;
-	close(h->pidfd);
-	close(h->ready_fd);
-	return r;
-}
-
-/*
  * Opens a pty from the sandbox's own devpts (after the mounts), so that the
  * command's terminal has a name that resolves inside (tty(1), ps). The master
  * goes to ward, which relays it to the real terminal.
@@ -287,7 +206,6 @@ _noreturn_ static void child_main(const struct ward__spawn_opts *opts, int repor
 	const struct ward_policy *p = o->policy;
 	struct ward_error e = {0};
 	struct pollfd pfd = {.fd = life_fd, .events = POLLIN};
-	struct netns_helper netns = {.pidfd = -1, .ready_fd = -1};
 	int landlock_fd = -1;
 	int r;
 
@@ -305,9 +223,6 @@ _noreturn_ static void child_main(const struct ward__spawn_opts *opts, int repor
 	close(life_fd);
 	close_inherited_fds(o, report_fd, pty_sock, hold_fd, leases);
 
-	if (isolated && !p->network && p->mode != WARD_MODE_DANGER_FULL_ACCESS &&
-	    netns_helper_start(&netns, &e) < 0)
-		child_fail(report_fd, &e);
 	if (isolated) {
 		/* Without a user namespace (root) the ids are the host's: nothing to map. */
 		if (iso == WARD_ISOLATION_USERNS) {
@@ -318,8 +233,11 @@ _noreturn_ static void child_main(const struct ward__spawn_opts *opts, int repor
 		r = ward__mounts_setup(p, &e);
 		if (r < 0)
 			child_fail(report_fd, &e);
-		if (netns.pidfd >= 0 && netns_helper_join(&netns, &e) < 0)
-			child_fail(report_fd, &e);
+		if (!p->network && p->mode != WARD_MODE_DANGER_FULL_ACCESS) {
+			r = loopback_up(&e);
+			if (r < 0)
+				child_fail(report_fd, &e);
+		}
 	}
 	if (pty_sock >= 0) {
 		r = open_pty(o, pty_sock, &e);
@@ -472,7 +390,8 @@ static int spawn_attempt(const struct ward__spawn_opts *o, struct ward__sandbox 
 		flags |= CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS;
 		if (iso == WARD_ISOLATION_USERNS)
 			flags |= CLONE_NEWUSER;
-		/* The network namespace comes from a helper, beside the mounts (see netns_helper). */
+		if (!p->network)
+			flags |= CLONE_NEWNET;
 	}
 	/*
 	 * A raw clone() with a NULL stack behaves like fork(), but takes the
