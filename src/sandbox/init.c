@@ -446,7 +446,7 @@ void ward__init_main(const struct ward__spawn_opts *o, int report_fd, int hold_f
 	int lease_fds[WARD_GUARD_MAX_LEASES];
 	size_t n_leases = leases ? MIN(leases->n, (size_t)WARD_GUARD_MAX_LEASES) : 0;
 	struct ward__supervisor sup = {.listener_fd = -1};
-	bool have_sup = false, have_status = false;
+	bool have_sup = false, have_status = false, sup_done = false;
 	struct ward_error e = {0};
 	int sv[2] = {-1, -1};
 	int sfd, status = 0, code;
@@ -569,7 +569,7 @@ void ward__init_main(const struct ward__spawn_opts *o, int report_fd, int hold_f
 	for (;;) {
 		struct pollfd pfds[2] = {
 			{.fd = sfd, .events = POLLIN},
-			{.fd = have_sup ? sup.listener_fd : -1, .events = POLLIN},
+			{.fd = have_sup && !sup_done ? sup.listener_fd : -1, .events = POLLIN},
 		};
 		struct signalfd_siginfo si;
 
@@ -590,9 +590,12 @@ void ward__init_main(const struct ward__spawn_opts *o, int report_fd, int hold_f
 				have_sup = false;
 			}
 		} else if (pfds[1].revents & (POLLHUP | POLLERR | POLLNVAL)) {
-			/* All filtered processes are gone. */
-			ward__supervisor_release(&sup);
-			have_sup = false;
+			/*
+			 * All filtered processes are gone: stop listening. The release
+			 * (closing the listener frees the filter, a tenth of a
+			 * millisecond) waits until the status is reported.
+			 */
+			sup_done = true;
 		}
 		if (!(pfds[0].revents & POLLIN))
 			continue;
@@ -646,8 +649,9 @@ void ward__init_main(const struct ward__spawn_opts *o, int report_fd, int hold_f
 	kill_everything(isolated);
 	while (waitpid(-1, NULL, 0) > 0 || errno == EINTR)
 		;
+	/* The denials the supervisor could not send are counted before the status, the last word. */
 	if (have_sup)
-		ward__supervisor_release(&sup);
+		ward__supervisor_flush(&sup);
 	/* The leases go before the status: ward restores next, and must not wait on them. */
 	for (size_t i = 0; i < n_leases; i++)
 		if (lease_fds[i] >= 0)
@@ -657,6 +661,8 @@ void ward__init_main(const struct ward__spawn_opts *o, int report_fd, int hold_f
 
 		ward__report(report_fd, WARD_MSG_STATUS, &m, sizeof(m));
 	}
+	if (have_sup)
+		ward__supervisor_release(&sup);
 	code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 	if (hold_fd >= 0) {
 		/*

@@ -296,6 +296,8 @@ WARD_INTERNAL int ward__supervisor_init(struct ward__supervisor *s, int listener
 					const struct ward_policy *p, bool netns);
 /* Handles what is pending on listener_fd (call when it polls readable). -errno on fatal error. */
 WARD_INTERNAL int ward__supervisor_handle(struct ward__supervisor *s);
+/* Reports the denials it had to drop (WARD_MSG_DENIALS_DROPPED), if any. */
+WARD_INTERNAL void ward__supervisor_flush(struct ward__supervisor *s);
 WARD_INTERNAL void ward__supervisor_release(struct ward__supervisor *s);
 
 /* ------------------------------------------------------------ spawning (spawn.c, mounts.c, init.c) */
