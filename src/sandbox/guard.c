@@ -627,6 +627,35 @@ static bool event_matches(struct ward__guard *g, const struct inotify_event *ev,
 	return false;
 }
 
+/*
+ * Events were lost (the queue overflowed). With namespaces only missing names
+ * are guarded, and whether one exists now is the whole answer. In the fallback
+ * a lost event could have been any change (a command can flood the queue on
+ * purpose before it writes): the sandbox is stopped, and the restoration pass
+ * compares everything and reports what really changed.
+ */
+static void overflow(struct ward__guard *g, char *access, size_t asize, char *path, size_t psize,
+		     bool *ret_changed)
+{
+	struct stat st;
+
+	if (*ret_changed)
+		return;
+	for (size_t i = 0; !g->fallback && i < g->n; i++)
+		if (g->t[i].kind == T_MISSING &&
+		    fstatat(g->t[i].parent_fd, g->t[i].name, &st, AT_SYMLINK_NOFOLLOW) == 0) {
+			snprintf(access, asize, "%s", "create");
+			snprintf(path, psize, "%s", g->t[i].path);
+			*ret_changed = true;
+			return;
+		}
+	if (g->fallback) {
+		snprintf(access, asize, "%s", "write");
+		snprintf(path, psize, "%s", "");
+		*ret_changed = true;
+	}
+}
+
 int ward__guard_read(struct ward__guard *g, char *access, size_t asize, char *path, size_t psize,
 		     bool *ret_changed)
 {
@@ -651,15 +680,7 @@ int ward__guard_read(struct ward__guard *g, char *access, size_t asize, char *pa
 			if (g->tripped)
 				continue; /* after a trip the restoration tells what changed */
 			if (ev->mask & IN_Q_OVERFLOW) {
-				/*
-				 * Events were lost: act as if something changed; the
-				 * restoration pass compares everything and reports what did.
-				 */
-				if (!*ret_changed) {
-					snprintf(access, asize, "%s", "write");
-					snprintf(path, psize, "%s", "");
-				}
-				*ret_changed = true;
+				overflow(g, access, asize, path, psize, ret_changed);
 				continue;
 			}
 			if (!*ret_changed && event_matches(g, ev, &a, path, psize)) {
