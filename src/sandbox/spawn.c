@@ -812,13 +812,13 @@ static void guard_trip(struct ward__sandbox *sb, const char *access, const char 
 		return;
 	sb->guard_tripped = true;
 	kill_all_and_wait(sb);
-	/* Nothing to restore after lost events (a flood of them): say why the run was stopped. */
-	if (ward__guard_restore(priv->guard, guard_report, sb, sb->guard_left,
-				sizeof(sb->guard_left)) == 0 &&
-	    (!path || !path[0]))
-		add_guard_denial(
-			sb, "write",
-			"(events about protected paths were lost: inotify queue overflow)");
+	ward__guard_restore(priv->guard, guard_report, sb, sb->guard_left, sizeof(sb->guard_left));
+	/* Nothing seen nor restored: lost events (a flood of them) stopped the run; say so. */
+	for (size_t i = 0; i < sb->n_denials; i++)
+		if (!sb->denials[i].syscall[0] && sb->denials[i].error == 0)
+			return;
+	add_guard_denial(sb, "write",
+			 "(events about protected paths were lost: inotify queue overflow)");
 }
 
 int ward__sandbox_read_reports(struct ward__sandbox *sb, bool *ret_eof)
