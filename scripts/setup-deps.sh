@@ -7,9 +7,17 @@
 # packages instead (scripts/setup-node.sh uses it for Node.js and npm).
 set -euo pipefail
 
+# Every package the build, the tests and the benchmarks use, named explicitly:
+# apt-get runs with --no-install-recommends, so nothing arrives as a
+# recommendation (clang alone does not bring the sanitizer runtimes, which are
+# libclang-rt-14-dev). coreutils, util-linux (unshare, setpriv, su), bsdutils
+# (script), findutils and mawk are part of every Debian system; they are named
+# anyway so that a trimmed image is caught here, not halfway through the tests.
 packages=(
-	meson ninja-build pkg-config gcc clang libseccomp-dev libjansson-dev libssl-dev libwslay-dev
-	git python3 python3-websockets bubblewrap time iproute2 util-linux bsdutils procps
+	meson ninja-build pkg-config gcc libc6-dev clang libclang-rt-14-dev
+	libseccomp-dev libjansson-dev libssl-dev libwslay-dev
+	git python3 python3-websockets bubblewrap time iproute2 coreutils util-linux bsdutils findutils
+	mawk procps apparmor
 )
 if [ $# -gt 0 ]; then
 	packages=("$@")

@@ -13,13 +13,18 @@
 # Environment: WARD_MUST_WORK=1 (skips for missing kernel features fail; CI),
 # WARD_TEST_NO_ASAN=1 (skip the sanitizer build, for quick local runs),
 # WARD_TEST_ASAN_INTEGRATION (the integration tests run under ASan; default
-# "cli process fs escape mcp"), WARD_TEST_UNPRIV_UID (default 65534).
+# "cli process fs escape fallback mcp"), WARD_TEST_UNPRIV_UID (default 65534).
+#
+# As root, the isolation suites also run on two simulated hardened hosts
+# (WARD_TEST_HOST, see tests/integration/lib.sh): user namespaces refused, and
+# user namespaces and Landlock refused.
 set -uo pipefail
 
 top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top" || exit 1
 export WARD_MUST_WORK=${WARD_MUST_WORK:-0}
-asan_integration=${WARD_TEST_ASAN_INTEGRATION:-cli process fs escape mcp}
+asan_integration=${WARD_TEST_ASAN_INTEGRATION:-cli process fs escape fallback mcp}
+isolation_suites="fs git net escape process capture"
 unpriv_uid=${WARD_TEST_UNPRIV_UID:-65534}
 logs=$top/build/test-logs
 start=$(date +%s)
@@ -200,6 +205,15 @@ run build --label gcc --suite unit --suite fuzz
 if [ "$(id -u)" = 0 ]; then
 	echo "== integration tests as root"
 	run build --label root --suite integration
+
+	# Root where user namespaces are refused builds the same sandbox from the
+	# other namespaces; hardened-wrapper simulates such hosts (ward's isolation
+	# suites run through it), with and without Landlock.
+	for host in userns-refused userns-landlock-refused; do
+		echo "== isolation tests as root, $host"
+		run build --label "root-$host" --suite integration --only "$isolation_suites" \
+			--env "WARD_TEST_HOST=$host"
+	done
 
 	echo "== integration tests as uid $unpriv_uid"
 	# A copy of the tree (sources, scripts and the built binaries) the

@@ -7,9 +7,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "cli/cli.h"
 #include "sandbox/sandbox.h"
+#include "ward-config.h"
 
 static const char doctor_help[] =
 	"Usage: ward doctor [--json]\n"
@@ -17,7 +20,66 @@ static const char doctor_help[] =
 	"Report the kernel features ward uses (user namespaces, Landlock, seccomp and\n"
 	"user notification, the mount API, pidfd, cgroup v2 delegation), the guarantees\n"
 	"'ward run' gives on this host, and a hint for each one missing.\n"
+	"Where AppArmor restricts user namespaces (Ubuntu 24.04+), it prints the exact\n"
+	"command that loads ward's profile.\n"
 	"Exit status: 0 full isolation, 1 only the Landlock+seccomp fallback, 125 usage.\n";
+
+/*
+ * The exact command that loads an AppArmor profile granting user namespaces
+ * to this ward binary (Ubuntu 24.04's restriction). The profile meson install
+ * put in place covers the installed path; a ward run from elsewhere (a build
+ * directory) gets a profile of its own for its own path, named after it, written
+ * and loaded in one command line. Returns false (and a reason in cmd) for a
+ * path that cannot be written into a profile or a shell word safely.
+ */
+static bool apparmor_load_command(char *cmd, size_t size, char *profile, size_t psize)
+{
+	char exe[PATH_MAX], name[PATH_MAX];
+	struct stat st;
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	size_t k = 0;
+
+	if (n <= 0) {
+		snprintf(cmd, size, "cannot find this ward's own path (/proc/self/exe)");
+		return false;
+	}
+	exe[n] = '\0';
+	if (WARD_APPARMOR_PROFILE[0] && strcmp(exe, WARD_INSTALL_PATH) == 0 &&
+	    stat(WARD_APPARMOR_PROFILE, &st) == 0) {
+		snprintf(profile, psize, "%s", WARD_APPARMOR_PROFILE);
+		snprintf(cmd, size, "sudo apparmor_parser -r %s", WARD_APPARMOR_PROFILE);
+		return true;
+	}
+	/* A quote, a backslash or a control character would need escaping in two languages: refuse. */
+	for (const char *c = exe; *c; c++)
+		if (*c == '\'' || *c == '"' || *c == '\\' || (unsigned char)*c < 0x20 ||
+		    *c == 0x7f) {
+			snprintf(
+				cmd, size,
+				"this ward's path '%s' has characters a profile cannot name safely; install ward (meson install) and run it from '%s'",
+				exe, WARD_INSTALL_PATH);
+			return false;
+		}
+	if (strcmp(exe, WARD_INSTALL_PATH) == 0) {
+		snprintf(name, sizeof(name), "ward");
+	} else {
+		/* "/home/u/ward/build/ward" -> "ward-home.u.ward.build.ward": one profile per binary. */
+		k = (size_t)snprintf(name, sizeof(name), "ward-");
+		for (const char *c = exe + 1; *c && k + 1 < sizeof(name); c++)
+			name[k++] = *c == '/' || *c == ' ' ? '.' : *c;
+		name[k] = '\0';
+	}
+	snprintf(profile, psize, "/etc/apparmor.d/%s", name);
+	n = snprintf(
+		cmd, size,
+		"printf '%%s\\n' 'abi <abi/4.0>,' 'include <tunables/global>' 'profile %s \"%s\" flags=(unconfined) {' '  userns,' '}' | sudo tee /etc/apparmor.d/%s >/dev/null && sudo apparmor_parser -r /etc/apparmor.d/%s",
+		name, exe, name, name);
+	if (n < 0 || (size_t)n >= size) {
+		snprintf(cmd, size, "this ward's path is too long to name in a profile");
+		return false;
+	}
+	return true;
+}
 
 struct item {
 	const char *name;
@@ -31,6 +93,9 @@ int cli_doctor(int argc, char **argv)
 	const struct ward__features *f;
 	struct item items[8];
 	size_t n = 0;
+	char aa_cmd[4 * PATH_MAX + 512] = "", aa_profile[PATH_MAX + 32] = "";
+	bool aa_ok = false, aa = false;
+	char ll[64];
 	bool json = false;
 	struct ward_policy *p = NULL;
 	struct ward_error err = {0};
@@ -49,6 +114,11 @@ int cli_doctor(int argc, char **argv)
 		}
 	}
 	f = ward__features_get();
+	/* Ubuntu 24.04's restriction is what refuses them here: the fix is ward's profile. */
+	aa = !f->userns && f->apparmor_restricts_userns;
+	if (aa)
+		aa_ok = apparmor_load_command(aa_cmd, sizeof(aa_cmd), aa_profile,
+					      sizeof(aa_profile));
 
 	items[n] = (struct item){"user namespaces", f->userns, "", NULL};
 	if (f->userns)
@@ -56,8 +126,9 @@ int cli_doctor(int argc, char **argv)
 			 "available (mount, pid, ipc, uts, network)");
 	else {
 		snprintf(items[n].detail, sizeof(items[n].detail), "refused: %s", f->userns_why);
-		items[n].hint = strstr(f->userns_why, "AppArmor")
-			? "sysctl kernel.apparmor_restrict_unprivileged_userns=0, or an AppArmor profile for ward with 'userns,'"
+		items[n].hint = aa
+			? (aa_ok ? "AppArmor restricts unprivileged user namespaces; load ward's profile (see 'apparmor' below)"
+				 : "AppArmor restricts unprivileged user namespaces; ward's profile cannot be loaded for this binary (see 'apparmor' below)")
 			: strstr(f->userns_why, "max_user_namespaces")
 			? "sysctl user.max_user_namespaces=15000"
 			: strstr(f->userns_why, "unprivileged_userns_clone")
@@ -117,7 +188,8 @@ int cli_doctor(int argc, char **argv)
 			"not needed by 'ward run' today; for resource limits run ward under 'systemd-run --user --scope -p Delegate=yes'";
 	n++;
 
-	if (ward_policy_new(&p) == 0 && ward_policy_resolve(p, &err) == 0 && !f->userns)
+	if (ward_policy_new(&p) == 0 && ward_policy_resolve(p, &err) == 0 && !f->userns &&
+	    !f->rootns)
 		ward__features_missing_guarantees(f, p, missing, sizeof(missing));
 
 	if (json) {
@@ -136,11 +208,27 @@ int cli_doctor(int argc, char **argv)
 		}
 		json_object_set_new(o, "features", feat);
 		json_object_set_new(o, "landlock_abi", json_integer(f->landlock_abi));
-		json_object_set_new(o, "isolation",
-				    json_string(f->userns ? "namespaces"
-							: f->landlock_abi
-							? "landlock+seccomp fallback"
-							: "none: ward run refuses to run"));
+		json_object_set_new(
+			o, "isolation",
+			json_string(f->userns ? "namespaces"
+					    : f->rootns
+					    ? "namespaces without a user namespace (root)"
+					    : f->landlock_abi ? "landlock+seccomp fallback"
+							      : "none: ward run refuses to run"));
+		{
+			json_t *a = json_object();
+
+			json_object_set_new(a, "restricts_unprivileged_userns",
+					    json_boolean(f->apparmor_restricts_userns));
+			json_object_set_new(a, "profile",
+					    aa && aa_profile[0] ? json_string(aa_profile)
+								: json_null());
+			json_object_set_new(a, "load_command",
+					    aa && aa_ok ? json_string(aa_cmd) : json_null());
+			json_object_set_new(a, "problem",
+					    aa && !aa_ok ? json_string(aa_cmd) : json_null());
+			json_object_set_new(o, "apparmor", a);
+		}
 		for (char *t = strtok_r(missing, ";", &save); t; t = strtok_r(NULL, ";", &save))
 			json_array_append_new(miss, json_string(t[0] == ' ' ? t + 1 : t));
 		json_object_set_new(o, "missing_guarantees", miss);
@@ -157,11 +245,30 @@ int cli_doctor(int argc, char **argv)
 			if (items[i].hint)
 				printf("      hint: %s\n", items[i].hint);
 		}
+		if (aa) {
+			printf("\napparmor:\n  kernel.apparmor_restrict_unprivileged_userns=1: only programs whose AppArmor\n"
+			       "  profile grants 'userns' may create user namespaces.\n");
+			if (aa_ok)
+				printf("  load ward's profile (%s), then run 'ward doctor' again:\n    %s\n",
+				       aa_profile, aa_cmd);
+			else
+				printf("  %s\n", aa_cmd);
+		}
 		printf("\nward run gives here:\n");
-		if (f->userns)
+		if (f->landlock_abi >= 1)
+			snprintf(ll, sizeof(ll), "Landlock ABI %d", f->landlock_abi);
+		else
+			snprintf(ll, sizeof(ll), "no Landlock (the mounts hold alone)");
+		if (f->rootns && !f->userns)
+			printf("  full isolation without a user namespace (ward runs as root): mount, pid, ipc, uts and\n"
+			       "  network namespaces created directly, read-only host, protected paths, deny-read masks,\n"
+			       "  %s, seccomp, every capability dropped (uid 0 without capabilities, securebits\n"
+			       "  locked, empty bounding set, no_new_privs), own init\n",
+			       ll);
+		else if (f->userns)
 			printf("  full isolation: namespaces (user, mount, pid, ipc, uts, network when off), read-only host,\n"
-			       "  protected paths, deny-read masks, Landlock ABI %d, seccomp, no capabilities, own init\n",
-			       f->landlock_abi);
+			       "  protected paths, deny-read masks, %s, seccomp, no capabilities, own init\n",
+			       ll);
 		else if (f->landlock_abi >= 1)
 			printf("  the fallback: Landlock ABI %d and seccomp only, without: %s\n",
 			       f->landlock_abi, missing);
@@ -169,5 +276,5 @@ int cli_doctor(int argc, char **argv)
 			printf("  nothing: without user namespaces and Landlock, 'ward run' refuses to run (exit 125)\n");
 	}
 	ward_policy_free(p);
-	return f->userns ? 0 : 1;
+	return f->userns || f->rootns ? 0 : 1;
 }

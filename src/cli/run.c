@@ -309,15 +309,16 @@ static int run_plain(struct cli_run_args *a)
 	} else if (sb.have_error) {
 		cli_report_error(&sb.error.error);
 	}
+	/* The guard's reports: a change ward saw (no syscall was refused), undone. */
 	if (sb.guard_tripped)
 		for (size_t i = 0; i < sb.n_denials; i++)
-			if (strcmp(sb.denials[i].access, "create") == 0)
+			if (!sb.denials[i].syscall[0] && sb.denials[i].error == 0)
 				cli_errorf(
-					"run: the command created protected path '%s'; the sandbox was stopped and it was removed",
-					sb.denials[i].target);
+					"run: the command changed protected path '%s' (%s); the sandbox was stopped and the path restored",
+					sb.denials[i].target, sb.denials[i].access);
 	if (sb.guard_left[0])
 		cli_errorf(
-			"run: could not remove what the command created at %s; remove it by hand before git or an agent runs there",
+			"run: could not restore protected path %s; put it right by hand before git or an agent runs there",
 			sb.guard_left);
 	if (timed_out)
 		code = WARD_EXIT_TIMEOUT;

@@ -613,6 +613,8 @@ static int handle_event(struct run *run, const struct epoll_event *ev)
 	case SRC_GUARD:
 		if (ward__sandbox_handle_guard(&run->sb) < 0)
 			unwatch(run, run->sb.guard_fd);
+		/* A tripped guard waits for the sandbox's end, reading the reports itself. */
+		end_on_status(run);
 		return 0;
 	case SRC_PIDFD:
 		on_init_exited(run);

@@ -7,6 +7,7 @@
  */
 #include <fcntl.h>
 #include <jansson.h>
+#include <linux/capability.h>
 #include <linux/seccomp.h>
 #include <pthread.h>
 #include <sched.h>
@@ -27,6 +28,10 @@
 
 static struct ward__features features;
 static pthread_once_t features_once = PTHREAD_ONCE_INIT;
+/* What ward run learnt by trying (ward__features_note_refused): no probe process needed then. */
+static int noted_userns_errno;
+static const char *noted_userns_how;
+static bool noted_rootns_refused;
 
 static int read_int(const char *path, long *ret)
 {
@@ -126,6 +131,35 @@ static void probe_userns(struct ward__features *f)
 			   : "writing the id maps of a new user namespace");
 }
 
+/*
+ * Root where user namespaces are refused: can the other namespaces be created
+ * directly? One clone, as ward run would make it, whose child makes the mount
+ * tree private (an AppArmor or seccomp profile of a container may still refuse
+ * that).
+ */
+static void probe_rootns(struct ward__features *f)
+{
+	struct __user_cap_header_struct hdr = {.version = _LINUX_CAPABILITY_VERSION_3};
+	struct __user_cap_data_struct data[2] = {0};
+	int status = 0;
+	long pid;
+
+	if (syscall(SYS_capget, &hdr, data) < 0 ||
+	    !(data[CAP_TO_INDEX(CAP_SYS_ADMIN)].effective & CAP_TO_MASK(CAP_SYS_ADMIN)))
+		return;
+	pid = syscall(SYS_clone,
+		      CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWNET |
+			      SIGCHLD,
+		      NULL, NULL, NULL, 0);
+	if (pid < 0)
+		return;
+	if (pid == 0)
+		_exit(mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0 ? 1 : 0);
+	while (waitpid((pid_t)pid, &status, 0) < 0 && errno == EINTR)
+		;
+	f->rootns = WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
+
 static void probe_cgroup(struct ward__features *f)
 {
 	_cleanup_fclose_ FILE *cg = fopen("/proc/self/cgroup", "re");
@@ -160,10 +194,20 @@ static void probe(void)
 {
 	struct ward__features *f = &features;
 	uint32_t action = SECCOMP_RET_USER_NOTIF;
-	long abi;
+	long abi, v;
 	int fd;
 
-	probe_userns(f);
+	if (noted_userns_errno) {
+		f->userns_errno = noted_userns_errno;
+		why_userns(f, noted_userns_how);
+	} else {
+		probe_userns(f);
+	}
+	if (!f->userns && !noted_rootns_refused)
+		probe_rootns(f);
+	f->apparmor_restricts_userns =
+		read_int("/proc/sys/kernel/apparmor_restrict_unprivileged_userns", &v) == 0 &&
+		v == 1;
 	abi = syscall(SYS_landlock_create_ruleset, NULL, 0,
 		      1U /* LANDLOCK_CREATE_RULESET_VERSION */);
 	f->landlock_abi = abi > 0 ? (int)abi : 0;
@@ -178,6 +222,13 @@ static void probe(void)
 	if (fd >= 0)
 		close(fd);
 	probe_cgroup(f);
+}
+
+void ward__features_note_refused(int userns_errno, const char *how, bool rootns_refused)
+{
+	noted_userns_errno = userns_errno > 0 ? userns_errno : EPERM;
+	noted_userns_how = how;
+	noted_rootns_refused = rootns_refused;
 }
 
 const struct ward__features *ward__features_get(void)
@@ -205,7 +256,7 @@ size_t ward__features_missing_guarantees(const struct ward__features *f,
 		return 0;
 	/* Landlock grants rights to whole hierarchies; it cannot take a subpath back out of a root. */
 	if (p->mode == WARD_MODE_WORKSPACE_WRITE)
-		ADD("read-only protection of .git/hooks, .git/config, .codex, .agents, .ward and --protect paths inside writable roots");
+		ADD("read-only protection of .git/hooks, .git/config, .codex, .agents, .ward and --protect paths inside writable roots (guarded instead: a change kills the sandbox and is undone; see ward(1))");
 	if (p->n_deny > 0)
 		ADD("hiding of --deny-read paths");
 	ADD("a private /proc and pid isolation (host processes are visible)");
@@ -243,12 +294,16 @@ WARD_PUBLIC int ward_policy_describe_json(const struct ward_policy *p, char **re
 	json_object_set_new(enf, "isolation",
 			    json_string(danger		    ? "none (danger-full-access)"
 						: f->userns ? "namespaces"
-							    : "landlock+seccomp fallback"));
+						: f->rootns
+						? "namespaces without a user namespace (root)"
+						: "landlock+seccomp fallback"));
 	json_object_set_new(enf, "user_namespace", json_boolean(!danger && f->userns));
-	json_object_set_new(enf, "mount_namespace", json_boolean(!danger && f->userns));
-	json_object_set_new(enf, "pid_namespace", json_boolean(!danger && f->userns));
+	json_object_set_new(enf, "mount_namespace",
+			    json_boolean(!danger && (f->userns || f->rootns)));
+	json_object_set_new(enf, "pid_namespace",
+			    json_boolean(!danger && (f->userns || f->rootns)));
 	json_object_set_new(enf, "network_namespace",
-			    json_boolean(!danger && f->userns && !p->network));
+			    json_boolean(!danger && (f->userns || f->rootns) && !p->network));
 	json_object_set_new(enf, "landlock_abi", json_integer(danger ? 0 : f->landlock_abi));
 	json_object_set_new(enf, "landlock",
 			    json_string(danger			  ? "not used"
@@ -257,13 +312,29 @@ WARD_PUBLIC int ward_policy_describe_json(const struct ward_policy *p, char **re
 	json_object_set_new(enf, "seccomp", json_boolean(!danger && f->seccomp));
 	json_object_set_new(enf, "unix_socket_supervision",
 			    json_boolean(!danger && !p->network && f->seccomp_user_notif));
+	/*
+	 * With the network on there is no network namespace: only Landlock's
+	 * scoping (ABI 6) keeps the host's abstract unix sockets out of reach.
+	 */
+	if (!danger && (f->userns || f->rootns) && p->network && f->landlock_abi < 6) {
+		snprintf(
+			buf, sizeof(buf),
+			"scoping of the host's abstract unix sockets with the network on (Landlock ABI %d < 6)",
+			f->landlock_abi);
+		json_array_append_new(missing, json_string(buf));
+	}
 	if (!danger && !f->userns) {
-		char *save = NULL;
-
 		json_object_set_new(enf, "userns_unavailable_because", json_string(f->userns_why));
-		ward__features_missing_guarantees(f, p, buf, sizeof(buf));
-		for (char *tok = strtok_r(buf, ";", &save); tok; tok = strtok_r(NULL, ";", &save))
-			json_array_append_new(missing, json_string(tok[0] == ' ' ? tok + 1 : tok));
+		/* Root builds the same sandbox without a user namespace: then nothing is missing. */
+		if (!f->rootns) {
+			char *save = NULL;
+
+			ward__features_missing_guarantees(f, p, buf, sizeof(buf));
+			for (char *tok = strtok_r(buf, ";", &save); tok;
+			     tok = strtok_r(NULL, ";", &save))
+				json_array_append_new(missing,
+						      json_string(tok[0] == ' ' ? tok + 1 : tok));
+		}
 	}
 	json_object_set_new(enf, "missing", missing);
 	s = json_dumps(root, JSON_INDENT(2) | JSON_PRESERVE_ORDER);

@@ -149,6 +149,65 @@ static int drop_capabilities(struct ward_error *err)
 	return 0;
 }
 
+/*
+ * init's privileges when it runs as root without a user namespace (after the
+ * mounts, the network and the pty are set up): an empty bounding set, locked
+ * securebits (a uid 0 gains nothing at execve, no setuid fix-up), no ambient
+ * or inheritable capabilities, and of the permitted set only CAP_SYS_PTRACE,
+ * which the seccomp supervisor needs to read the command's memory and take its
+ * sockets (pidfd_getfd) even when the command runs an unreadable binary
+ * (non-dumpable). init sees only the sandbox's pid namespace, so that
+ * capability reaches nothing else. Every step is checked: as real root a step
+ * that silently failed would leave the command with root's powers.
+ */
+static int drop_init_privileges(struct ward_error *err)
+{
+	struct __user_cap_header_struct hdr = {.version = _LINUX_CAPABILITY_VERSION_3};
+	struct __user_cap_data_struct data[2] = {0};
+	const unsigned long bits = SECBIT_NOROOT | SECBIT_NOROOT_LOCKED | SECBIT_NO_SETUID_FIXUP |
+		SECBIT_NO_SETUID_FIXUP_LOCKED | SECBIT_KEEP_CAPS_LOCKED |
+		SECBIT_NO_CAP_AMBIENT_RAISE | SECBIT_NO_CAP_AMBIENT_RAISE_LOCKED;
+	long sb;
+
+	for (int cap = 0; cap <= 63; cap++) {
+		if (prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) == 0)
+			continue;
+		if (errno == EINVAL)
+			break; /* past the last capability this kernel knows */
+		return ward__error(err, -errno, "capabilities",
+				   "cannot drop capability %d from the bounding set: %m", cap);
+	}
+	if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0 && errno != EINVAL)
+		return ward__error(err, -errno, "capabilities",
+				   "cannot clear the ambient capabilities: %m");
+	if (prctl(PR_SET_SECUREBITS, bits, 0, 0, 0) < 0)
+		return ward__error(err, -errno, "capabilities", "cannot lock the securebits: %m");
+	sb = prctl(PR_GET_SECUREBITS, 0, 0, 0, 0);
+	if (sb < 0 || ((unsigned long)sb & bits) != bits)
+		return ward__error(err, -EPERM, "capabilities", "the securebits did not lock");
+	data[CAP_TO_INDEX(CAP_SYS_PTRACE)].permitted = CAP_TO_MASK(CAP_SYS_PTRACE);
+	data[CAP_TO_INDEX(CAP_SYS_PTRACE)].effective = CAP_TO_MASK(CAP_SYS_PTRACE);
+	if (syscall(SYS_capset, &hdr, data) < 0)
+		return ward__error(err, -errno, "capabilities", "cannot drop capabilities: %m");
+	memset(data, 0, sizeof(data));
+	if (syscall(SYS_capget, &hdr, data) < 0)
+		return ward__error(err, -errno, "capabilities", "cannot read capabilities: %m");
+	if (data[0].permitted != CAP_TO_MASK(CAP_SYS_PTRACE) || data[1].permitted ||
+	    data[0].inheritable || data[1].inheritable)
+		return ward__error(err, -EPERM, "capabilities",
+				   "capabilities remain after dropping them");
+	for (int cap = 0; cap <= 63; cap++) {
+		int in = prctl(PR_CAPBSET_READ, cap, 0, 0, 0);
+
+		if (in < 0)
+			break;
+		if (in > 0)
+			return ward__error(err, -EPERM, "capabilities",
+					   "capability %d remains in the bounding set", cap);
+	}
+	return 0;
+}
+
 int ward__send_fd(int sock, int fd)
 {
 	char c = 'L';
@@ -361,18 +420,34 @@ static pid_t spawn_command(struct cmd_args *a)
 
 static void kill_everything(bool isolated)
 {
-	if (isolated)
+	siginfo_t si = {0};
+
+	if (isolated) {
 		/* As PID 1, kill(-1) reaches every other process of the namespace. */
 		kill(-1, SIGKILL);
-	else
-		ward__kill_tree(getpid());
+		return;
+	}
+	/*
+	 * init is a subreaper: every process of the sandbox is its descendant,
+	 * and every orphan among them its child. No child at all (running or a
+	 * zombie; WNOWAIT reaps none) means nothing is left to kill, and the walk
+	 * through /proc is skipped (the usual end of a run).
+	 */
+	if (waitid(P_ALL, 0, &si, WEXITED | WSTOPPED | WCONTINUED | WNOHANG | WNOWAIT) < 0 &&
+	    errno == ECHILD)
+		return;
+	ward__kill_tree(getpid());
 }
 
 void ward__init_main(const struct ward__spawn_opts *o, int report_fd, int hold_fd,
-		     const struct ward__seccomp_prog *prog, int landlock_fd, bool isolated)
+		     const struct ward__seccomp_prog *prog, int landlock_fd,
+		     enum ward__isolation iso, const struct ward__init_leases *leases)
 {
+	bool isolated = iso != WARD_ISOLATION_NONE;
+	int lease_fds[WARD_GUARD_MAX_LEASES];
+	size_t n_leases = leases ? MIN(leases->n, (size_t)WARD_GUARD_MAX_LEASES) : 0;
 	struct ward__supervisor sup = {.listener_fd = -1};
-	bool have_sup = false, have_status = false;
+	bool have_sup = false, have_status = false, sup_done = false;
 	struct ward_error e = {0};
 	int sv[2] = {-1, -1};
 	int sfd, status = 0, code;
@@ -386,6 +461,10 @@ void ward__init_main(const struct ward__spawn_opts *o, int report_fd, int hold_f
 	signal_default(SIGCHLD);
 	forwarded_set(&set);
 	sigaddset(&set, WARD_SIG_PARENT_DIED);
+	if (n_leases > 0) {
+		sigaddset(&set, WARD_SIG_LEASE);
+		sigaddset(&set, SIGIO);
+	}
 	if (sigprocmask(SIG_BLOCK, &set, NULL) < 0 ||
 	    (sfd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK)) < 0) {
 		ward__error(&e, -errno, "init", "cannot set up signal handling: %m");
@@ -394,6 +473,21 @@ void ward__init_main(const struct ward__spawn_opts *o, int report_fd, int hold_f
 	if (!isolated && prctl(PR_SET_CHILD_SUBREAPER, 1) < 0) {
 		ward__error(&e, -errno, "init", "cannot become a subreaper: %m");
 		cmd_fail(report_fd, 125, &e);
+	}
+	/*
+	 * The fallback's guard: a read lease on every protected file. Opening one
+	 * for writing (or truncating it) then blocks the opener in the kernel and
+	 * signals init, which kills the sandbox before a byte is written. A file
+	 * the kernel grants no lease (not owned by ward's user, open for writing
+	 * elsewhere, a filesystem without leases) stays watched by ward's inotify.
+	 */
+	for (size_t i = 0; i < n_leases; i++) {
+		lease_fds[i] = leases->fds[i];
+		if (fcntl(lease_fds[i], F_SETSIG, WARD_SIG_LEASE) < 0 ||
+		    fcntl(lease_fds[i], F_SETLEASE, F_RDLCK) < 0) {
+			close(lease_fds[i]);
+			lease_fds[i] = -1;
+		}
 	}
 	/* Landlock and seccomp both require no_new_privs (or CAP_SYS_ADMIN, which the command must not keep). */
 	if (o->policy->mode != WARD_MODE_DANGER_FULL_ACCESS &&
@@ -405,6 +499,15 @@ void ward__init_main(const struct ward__spawn_opts *o, int report_fd, int hold_f
 		ward__error(&e, -errno, "init", "cannot create a socket pair: %m");
 		cmd_fail(report_fd, 125, &e);
 	}
+	/*
+	 * Without a user namespace init holds root's capabilities in the host's
+	 * own namespace: it gives them up before the command exists, so that
+	 * neither the command (a fork of init) nor init itself, which reads the
+	 * command's input, keeps anything a root process could use against the
+	 * host.
+	 */
+	if (iso == WARD_ISOLATION_ROOT && drop_init_privileges(&e) < 0)
+		cmd_fail(report_fd, 125, &e);
 
 	{
 		struct cmd_args ca = {.o = o,
@@ -467,7 +570,7 @@ void ward__init_main(const struct ward__spawn_opts *o, int report_fd, int hold_f
 	for (;;) {
 		struct pollfd pfds[2] = {
 			{.fd = sfd, .events = POLLIN},
-			{.fd = have_sup ? sup.listener_fd : -1, .events = POLLIN},
+			{.fd = have_sup && !sup_done ? sup.listener_fd : -1, .events = POLLIN},
 		};
 		struct signalfd_siginfo si;
 
@@ -488,9 +591,12 @@ void ward__init_main(const struct ward__spawn_opts *o, int report_fd, int hold_f
 				have_sup = false;
 			}
 		} else if (pfds[1].revents & (POLLHUP | POLLERR | POLLNVAL)) {
-			/* All filtered processes are gone. */
-			ward__supervisor_release(&sup);
-			have_sup = false;
+			/*
+			 * All filtered processes are gone: stop listening. The release
+			 * (closing the listener frees the filter, a tenth of a
+			 * millisecond) waits until the status is reported.
+			 */
+			sup_done = true;
 		}
 		if (!(pfds[0].revents & POLLIN))
 			continue;
@@ -502,6 +608,22 @@ void ward__init_main(const struct ward__spawn_opts *o, int report_fd, int hold_f
 				 */
 				kill_everything(isolated);
 				_exit(128 + SIGKILL);
+			}
+			if ((int)si.ssi_signo == WARD_SIG_LEASE || si.ssi_signo == SIGIO) {
+				/*
+				 * A lease broke: the command is about to write a protected
+				 * file (it waits in open() meanwhile). Everything dies now;
+				 * ward restores and reports once init has reaped it all.
+				 */
+				struct ward__msg_guard m = {.access = "write"};
+
+				for (size_t i = 0; i < n_leases; i++)
+					if (lease_fds[i] >= 0 && lease_fds[i] == si.ssi_fd)
+						snprintf(m.target, sizeof(m.target), "%s",
+							 leases->paths[i]);
+				kill_everything(isolated);
+				ward__report(report_fd, WARD_MSG_GUARD, &m, sizeof(m));
+				continue;
 			}
 			if (si.ssi_signo != SIGCHLD) {
 				/* To the command's process group, as a terminal would; to the pid if it left it. */
@@ -528,13 +650,20 @@ void ward__init_main(const struct ward__spawn_opts *o, int report_fd, int hold_f
 	kill_everything(isolated);
 	while (waitpid(-1, NULL, 0) > 0 || errno == EINTR)
 		;
+	/* The denials the supervisor could not send are counted before the status, the last word. */
 	if (have_sup)
-		ward__supervisor_release(&sup);
+		ward__supervisor_flush(&sup);
+	/* The leases go before the status: ward restores next, and must not wait on them. */
+	for (size_t i = 0; i < n_leases; i++)
+		if (lease_fds[i] >= 0)
+			close(lease_fds[i]);
 	{
 		struct ward__msg_status m = {.wait_status = status};
 
 		ward__report(report_fd, WARD_MSG_STATUS, &m, sizeof(m));
 	}
+	if (have_sup)
+		ward__supervisor_release(&sup);
 	code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 	if (hold_fd >= 0) {
 		/*

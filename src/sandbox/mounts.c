@@ -28,6 +28,7 @@
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -96,16 +97,14 @@ static int setup_dev(int dev_fds[], const struct ward_policy *p, struct ward_err
 		return ward__error(err, -errno, "mount", "cannot mount a tmpfs on '/dev': %m");
 	for (size_t i = 0; i < ELEMENTSOF(dev_nodes); i++) {
 		_cleanup_free_ char *path = ward__path_join("/dev", dev_nodes[i]);
-		int fd;
 
 		if (!path)
 			return ward__error(err, -ENOMEM, "mount", "out of memory");
 		if (dev_fds[i] < 0)
 			continue;
-		fd = open(path, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0666);
-		if (fd < 0)
+		/* An empty regular file as the mount point: one syscall, no fd (no CAP_MKNOD needed). */
+		if (mknod(path, S_IFREG | 0666, 0) < 0)
 			return ward__error(err, -errno, "mount", "cannot create '%s': %m", path);
-		close(fd);
 		r = attach(dev_fds[i], path);
 		if (r < 0)
 			return ward__error(err, r, "mount", "cannot bind '%s': %m", path);
@@ -195,11 +194,23 @@ static int mount_proc(struct ward_error *err)
 		return -EPERM;
 	}
 	for (size_t i = 0; i < ELEMENTSOF(proc_readonly); i++) {
-		if (access(proc_readonly[i], F_OK) < 0)
+		_cleanup_close_ int fd = -1;
+
+		/* A part this kernel does not have (sysrq-trigger without CONFIG_MAGIC_SYSRQ) is skipped. */
+		r = clone_tree(proc_readonly[i], &fd);
+		if (r == -ENOENT)
 			continue;
-		r = bind_self(proc_readonly[i], true, err);
 		if (r < 0)
-			return r;
+			return ward__error(err, r, "mount", "cannot clone '%s': %m",
+					   proc_readonly[i]);
+		r = setattr_fd(fd, MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, 0);
+		if (r < 0)
+			return ward__error(err, r, "mount", "cannot make '%s' read-only: %m",
+					   proc_readonly[i]);
+		r = attach(fd, proc_readonly[i]);
+		if (r < 0)
+			return ward__error(err, r, "mount", "cannot bind '%s' read-only: %m",
+					   proc_readonly[i]);
 	}
 	return 0;
 }
@@ -231,6 +242,19 @@ int ward__mounts_setup(const struct ward_policy *p, struct ward_error *err)
 		return mount_proc(err);
 
 	for (size_t i = 0; i < n_roots; i++) {
+		struct statvfs sv;
+
+		/*
+		 * A root on a read-only mount of the host stays read-only: in a user
+		 * namespace the kernel refuses to clear the flag (the mount is
+		 * locked), and without one (root) ward must not lift it either.
+		 */
+		if (statvfs(p->roots.v[i], &sv) == 0 && (sv.f_flag & ST_RDONLY)) {
+			r = ward__error(err, -EROFS, "mount",
+					"writable root '%s' is on a read-only mount of the host",
+					p->roots.v[i]);
+			goto out;
+		}
 		r = clone_tree(p->roots.v[i], &root_fds[i]);
 		if (r < 0) {
 			ward__error(err, r, "mount", "cannot clone writable root '%s': %m",

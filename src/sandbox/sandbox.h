@@ -13,11 +13,29 @@
 
 /* ------------------------------------------------------------ host features (features.c) */
 
+/* How the sandbox is isolated. */
+enum ward__isolation {
+	WARD_ISOLATION_NONE = 0, /* the Landlock+seccomp fallback (or danger-full-access) */
+	WARD_ISOLATION_USERNS = 1, /* a user namespace and the mount, pid, ipc, uts, net ones */
+	/*
+	 * The same namespaces without a user namespace, created with the
+	 * CAP_SYS_ADMIN of a root caller where user namespaces are refused; init
+	 * drops every privilege before the command starts.
+	 */
+	WARD_ISOLATION_ROOT = 2,
+};
+
 struct ward__features {
 	bool userns; /* an unprivileged user namespace with a mount namespace can be created */
 	int userns_errno; /* why not (positive errno), when !userns */
 	char userns_why
 		[160]; /* one-line reason, e.g. "kernel.apparmor_restrict_unprivileged_userns=1" */
+	/*
+	 * Without user namespaces: the caller holds CAP_SYS_ADMIN (root) and the
+	 * mount, pid, ipc, uts and network namespaces can be created directly.
+	 */
+	bool rootns;
+	bool apparmor_restricts_userns; /* kernel.apparmor_restrict_unprivileged_userns=1 */
 	int landlock_abi; /* 0 when Landlock is unavailable */
 	int landlock_errno;
 	bool seccomp; /* seccomp filters can be installed */
@@ -35,6 +53,14 @@ struct ward__features {
  * what cannot be probed is reported as absent.
  */
 WARD_INTERNAL const struct ward__features *ward__features_get(void);
+/*
+ * Tells the probe what a launch already learnt by trying, before the first
+ * ward__features_get() (spawn's fallback, for its messages): user namespaces
+ * refused with this errno at this step, and whether namespaces as root were
+ * refused too. The probe then spends no process of its own on them.
+ */
+WARD_INTERNAL void ward__features_note_refused(int userns_errno, const char *how,
+					       bool rootns_refused);
 /*
  * Writes into buf a "; "-separated list of the guarantees `ward run` cannot
  * give for this policy without namespaces (the Landlock+seccomp fallback).
@@ -138,6 +164,7 @@ enum ward__msg_type {
 	WARD_MSG_READY = 4, /* payload: struct ward__msg_ready; the command was exec()ed */
 	WARD_MSG_DENIALS_DROPPED =
 		5, /* payload: struct ward__msg_dropped; once, from the supervisor */
+	WARD_MSG_GUARD = 6, /* payload: struct ward__msg_guard; init killed the sandbox */
 };
 
 struct ward__msg_hdr {
@@ -169,6 +196,15 @@ struct ward__msg_denial {
 		[WARD_DENIAL_TARGET_MAX]; /* path, address, or syscall arguments; NUL-terminated */
 };
 
+/*
+ * init broke off the run: a protected file's lease was broken (the command
+ * opened it for writing or truncated it). Every process is being killed.
+ */
+struct ward__msg_guard {
+	char access[16];
+	char target[WARD_DENIAL_TARGET_MAX];
+};
+
 /* Denials the supervisor did not send because WARD_MAX_DENIALS were sent already. */
 struct ward__msg_dropped {
 	uint32_t count;
@@ -176,6 +212,61 @@ struct ward__msg_dropped {
 
 /* Writes one message; async-signal-safe. Errors are ignored (the reader may be gone). */
 WARD_INTERNAL void ward__report(int fd, uint32_t type, const void *payload, uint32_t len);
+
+/* ------------------------------------------------------------ guard (guard.c) */
+
+/*
+ * Bounds of what the fallback's guard keeps to restore protected paths: a
+ * protected file over WARD_GUARD_MAX_FILE (or protected paths over the other
+ * bounds) makes ward refuse to run without namespaces, with a clear error.
+ */
+#define WARD_GUARD_MAX_ENTRIES 1024 /* files, directories and links kept */
+#define WARD_GUARD_MAX_FILE (8 << 20) /* bytes of one protected file */
+#define WARD_GUARD_MAX_BYTES (64 << 20) /* bytes of all of them */
+#define WARD_GUARD_MAX_DEPTH 16 /* levels beneath a protected directory */
+#define WARD_GUARD_MAX_LEASES 256 /* protected files init holds a lease on; the rest are watched */
+/* The signal a broken lease sends to init (F_SETSIG); SIGIO when the queue is full. */
+#define WARD_SIG_LEASE (SIGRTMIN + 3)
+
+struct ward__guard;
+typedef void (*ward__guard_report_fn)(void *userdata, const char *access, const char *path);
+
+/*
+ * Sets up the guard of a policy (*ret NULL when nothing needs one): with
+ * namespaces (fallback false) the protected paths that do not exist yet; in
+ * the fallback every protected path, kept (content, mode, owner, time;
+ * bounded), watched, and pinned directories watched for renames.
+ */
+WARD_INTERNAL int ward__guard_new(const struct ward_policy *p, bool fallback,
+				  struct ward__guard **ret, struct ward_error *err);
+WARD_INTERNAL void ward__guard_free(struct ward__guard *g);
+/* The inotify fd to poll (owned by the guard), or -1. */
+WARD_INTERNAL int ward__guard_fd(const struct ward__guard *g);
+/* Read-only descriptors of the kept files, for init's leases, and their paths. */
+WARD_INTERNAL size_t ward__guard_leases(const struct ward__guard *g, const int **ret_fds,
+					char *const **ret_paths);
+/* Closes ward's copies of the lease descriptors (after init has its own). */
+WARD_INTERNAL void ward__guard_close_leases(struct ward__guard *g);
+/* Reads pending events; *ret_changed with the first change's access and path. */
+WARD_INTERNAL int ward__guard_read(struct ward__guard *g, char *access, size_t asize, char *path,
+				   size_t psize, bool *ret_changed);
+/*
+ * Puts back what was kept, once every process of the sandbox is dead: removes
+ * what was created, rewrites what changed, moves a renamed pin back. Calls fn
+ * for each path it had to repair; names the first it could not in left.
+ * Returns how many it repaired.
+ */
+WARD_INTERNAL int ward__guard_restore(struct ward__guard *g, ward__guard_report_fn fn,
+				      void *userdata, char *left, size_t left_size);
+/* Removes name under parent_fd, never following symlinks, only entries owned by ward's user. */
+WARD_INTERNAL int ward__remove_tree_at(int parent_fd, const char *name, unsigned depth);
+
+/* What init needs of the guard: the lease descriptors, kept open across the fork. */
+struct ward__init_leases {
+	const int *fds;
+	char *const *paths;
+	size_t n;
+};
 
 /* ------------------------------------------------------------ supervisor (supervise.c) */
 
@@ -205,6 +296,8 @@ WARD_INTERNAL int ward__supervisor_init(struct ward__supervisor *s, int listener
 					const struct ward_policy *p, bool netns);
 /* Handles what is pending on listener_fd (call when it polls readable). -errno on fatal error. */
 WARD_INTERNAL int ward__supervisor_handle(struct ward__supervisor *s);
+/* Reports the denials it had to drop (WARD_MSG_DENIALS_DROPPED), if any. */
+WARD_INTERNAL void ward__supervisor_flush(struct ward__supervisor *s);
 WARD_INTERNAL void ward__supervisor_release(struct ward__supervisor *s);
 
 /* ------------------------------------------------------------ spawning (spawn.c, mounts.c, init.c) */
@@ -252,6 +345,7 @@ struct ward__sandbox {
 	int life_fd; /* write end of the pipe whose closing tells the child ward is gone */
 	int pty_master; /* with opts.pty: the master side, O_CLOEXEC, or -1 */
 	bool isolated; /* namespaces in force; false in the Landlock+seccomp fallback */
+	enum ward__isolation isolation;
 	bool netns;
 	int landlock_abi; /* in force, 0 if none */
 	bool seccomp;
@@ -264,9 +358,8 @@ struct ward__sandbox {
 	struct ward__denial *denials;
 	size_t n_denials;
 	size_t denials_dropped;
-	bool guard_tripped; /* a missing protected path was created and removed */
-	char guard_left[PATH_MAX +
-			64]; /* "path: reason" when a created entry could not be removed */
+	bool guard_tripped; /* a protected path was changed (and restored) */
+	char guard_left[PATH_MAX + 64]; /* "path: reason" when a change could not be undone */
 	char fallback_missing[512]; /* in fallback mode: the guarantees not given */
 	void *priv;
 };
@@ -323,4 +416,5 @@ WARD_INTERNAL int ward__mounts_setup(const struct ward_policy *p, struct ward_er
  */
 _noreturn_ WARD_INTERNAL void ward__init_main(const struct ward__spawn_opts *o, int report_fd,
 					      int hold_fd, const struct ward__seccomp_prog *prog,
-					      int landlock_fd, bool isolated);
+					      int landlock_fd, enum ward__isolation iso,
+					      const struct ward__init_leases *leases);

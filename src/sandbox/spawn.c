@@ -11,12 +11,11 @@
  * the namespaces and relies on Landlock and seccomp; the caller is told which
  * guarantees are missing (features.c), and --require-isolation refuses instead.
  *
- * The parent also guards protected paths that do not exist yet (a missing
- * .codex, or .git/hooks): nothing may be mounted there without creating a
- * mount point on the host, so the parent watches the nearest existing
- * directory with inotify; if the command creates the name, the whole sandbox
- * is killed at once and the new entry removed before ward returns. See
- * docs/ward.1 ("Protected paths that do not exist yet") for the limits.
+ * The parent also guards what no mount protects (guard.c): protected paths
+ * that do not exist yet, and in the fallback every protected path. When the
+ * command changes one, the whole sandbox is killed at once and what was there
+ * is put back before ward returns. See docs/ward.1 ("Protected paths that do
+ * not exist yet", "Hardened hosts") for the limits.
  */
 #include <dirent.h>
 #include <fcntl.h>
@@ -29,6 +28,7 @@
 #include <string.h>
 #include <sys/inotify.h>
 #include <sys/ioctl.h>
+#include <linux/capability.h>
 #include <linux/seccomp.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
@@ -50,33 +50,16 @@
 #define P_PIDFD 3
 #endif
 
-struct guard_entry {
-	int wd;
-	int dir_fd; /* O_PATH: the watched directory itself, whatever happens to its path */
-	const char *dir; /* borrowed from the policy */
-	const char *name;
-	bool tripped;
-};
-
 struct spawn_priv {
-	struct guard_entry *guards;
-	size_t n_guards;
+	struct ward__guard *guard;
+	bool guard_pending; /* init reported a broken lease: trip once the reports are read */
+	bool in_trip; /* guard_trip() is waiting for the sandbox to die */
 	char rbuf[2 * PIPE_BUF];
 	size_t rlen;
 	bool killed;
 	bool reaped;
 	int init_status;
 };
-
-static void guards_release(struct spawn_priv *priv)
-{
-	for (size_t i = 0; i < priv->n_guards; i++)
-		if (priv->guards[i].dir_fd >= 0)
-			close(priv->guards[i].dir_fd);
-	free(priv->guards);
-	priv->guards = NULL;
-	priv->n_guards = 0;
-}
 
 static int pidfd_send(int pidfd, int sig)
 {
@@ -182,9 +165,9 @@ static int cmp_int(const void *a, const void *b)
  * never see EOF). Close everything above 2 but what the sandbox needs.
  */
 static void close_inherited_fds(const struct ward__spawn_opts *o, int report_fd, int pty_sock,
-				int hold_fd)
+				int hold_fd, const struct ward__init_leases *leases)
 {
-	int keep[WARD_MAX_KEEP_FDS + 8];
+	int keep[WARD_MAX_KEEP_FDS + 8 + WARD_GUARD_MAX_LEASES];
 	size_t n = 0;
 	unsigned lo = 3;
 
@@ -200,6 +183,8 @@ static void close_inherited_fds(const struct ward__spawn_opts *o, int report_fd,
 			keep[n++] = o->stdio[i];
 	for (size_t i = 0; i < o->n_keep_fds && n < ELEMENTSOF(keep); i++)
 		keep[n++] = o->keep_fds[i];
+	for (size_t i = 0; i < leases->n && n < ELEMENTSOF(keep); i++)
+		keep[n++] = leases->fds[i];
 	qsort(keep, n, sizeof(int), cmp_int);
 	for (size_t i = 0; i < n; i++) {
 		if (keep[i] < (int)lo)
@@ -213,8 +198,10 @@ static void close_inherited_fds(const struct ward__spawn_opts *o, int report_fd,
 
 _noreturn_ static void child_main(const struct ward__spawn_opts *opts, int report_fd, int life_fd,
 				  int pty_sock, int hold_fd, const struct ward__seccomp_prog *prog,
-				  bool isolated, uid_t uid, gid_t gid, int landlock_abi)
+				  enum ward__isolation iso, uid_t uid, gid_t gid, int landlock_abi,
+				  const struct ward__init_leases *leases)
 {
+	bool isolated = iso != WARD_ISOLATION_NONE;
 	struct ward__spawn_opts local = *opts, *o = &local;
 	const struct ward_policy *p = o->policy;
 	struct ward_error e = {0};
@@ -234,12 +221,15 @@ _noreturn_ static void child_main(const struct ward__spawn_opts *opts, int repor
 	if (poll(&pfd, 1, 0) > 0 && (pfd.revents & (POLLHUP | POLLIN)))
 		_exit(125);
 	close(life_fd);
-	close_inherited_fds(o, report_fd, pty_sock, hold_fd);
+	close_inherited_fds(o, report_fd, pty_sock, hold_fd, leases);
 
 	if (isolated) {
-		r = write_id_maps(uid, gid, &e);
-		if (r < 0)
-			child_fail(report_fd, &e);
+		/* Without a user namespace (root) the ids are the host's: nothing to map. */
+		if (iso == WARD_ISOLATION_USERNS) {
+			r = write_id_maps(uid, gid, &e);
+			if (r < 0)
+				child_fail(report_fd, &e);
+		}
 		r = ward__mounts_setup(p, &e);
 		if (r < 0)
 			child_fail(report_fd, &e);
@@ -271,55 +261,10 @@ _noreturn_ static void child_main(const struct ward__spawn_opts *opts, int repor
 		if (r < 0)
 			child_fail(report_fd, &e);
 	}
-	ward__init_main(o, report_fd, hold_fd, prog, landlock_fd, isolated);
+	ward__init_main(o, report_fd, hold_fd, prog, landlock_fd, iso, leases);
 }
 
 /* ------------------------------------------------------------------ parent side */
-
-static int guard_setup(struct ward__sandbox *sb, const struct ward_policy *p,
-		       struct spawn_priv *priv, struct ward_error *err)
-{
-	size_t n = 0;
-
-	for (size_t i = 0; i < p->n_protected; i++)
-		if (p->protected[i].kind == WARD_PROTECT_MISSING)
-			n++;
-	if (n == 0)
-		return 0;
-	priv->guards = calloc(n, sizeof(*priv->guards));
-	if (!priv->guards)
-		return ward__error(err, -ENOMEM, "guard", "out of memory");
-	sb->guard_fd = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
-	if (sb->guard_fd < 0)
-		return ward__error(err, -errno, "guard", "cannot create an inotify instance: %m");
-	for (size_t i = 0; i < p->n_protected; i++) {
-		const struct ward__protected *e = &p->protected[i];
-		char fdpath[64];
-		int wd, dir_fd;
-
-		if (e->kind != WARD_PROTECT_MISSING)
-			continue;
-		dir_fd = open(e->guard_dir, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-		if (dir_fd < 0)
-			return ward__error(err, -errno, "guard", "cannot open '%s': %m",
-					   e->guard_dir);
-		/* Watch the directory just opened, not whatever the path names by now. */
-		snprintf(fdpath, sizeof(fdpath), "/proc/self/fd/%d", dir_fd);
-		wd = inotify_add_watch(sb->guard_fd, fdpath, IN_CREATE | IN_MOVED_TO | IN_ONLYDIR);
-		if (wd < 0) {
-			close(dir_fd);
-			ward__error(err, -errno, "guard",
-				    "cannot watch '%s' for '%s' being created: %m", e->guard_dir,
-				    e->guard_name);
-			ward__error_hint(err,
-					 "raise fs.inotify.max_user_watches or max_user_instances");
-			return -errno;
-		}
-		priv->guards[priv->n_guards++] =
-			(struct guard_entry){wd, dir_fd, e->guard_dir, e->guard_name, false};
-	}
-	return 0;
-}
 
 /*
  * What spawning needs to know of the host, without the user-namespace probe
@@ -333,7 +278,25 @@ struct fast_features {
 	bool user_notif;
 };
 
-static bool userns_refused; /* a previous attempt in this process was refused */
+/* A previous attempt in this process was refused: user namespaces, namespaces as root. */
+static bool userns_refused, rootns_refused;
+static int userns_errno; /* why (positive errno), and at which step */
+static const char *userns_how = "clone(CLONE_NEWUSER)";
+
+/*
+ * CAP_SYS_ADMIN in the host's user namespace (root, or a container given it):
+ * the namespaces other than the user namespace can be created directly, as
+ * bubblewrap does when it runs as root.
+ */
+static bool have_sys_admin(void)
+{
+	struct __user_cap_header_struct hdr = {.version = _LINUX_CAPABILITY_VERSION_3};
+	struct __user_cap_data_struct data[2] = {0};
+
+	if (syscall(SYS_capget, &hdr, data) < 0)
+		return false;
+	return data[CAP_TO_INDEX(CAP_SYS_ADMIN)].effective & CAP_TO_MASK(CAP_SYS_ADMIN);
+}
 
 static const struct fast_features *fast_features(void)
 {
@@ -371,13 +334,16 @@ static void wait_setup(struct ward__sandbox *sb)
 }
 
 /* Returns 1 when namespaces were refused by the host (caller falls back), 0 or -errno otherwise. */
-static int spawn_attempt(const struct ward__spawn_opts *o, struct ward__sandbox *sb, bool isolated,
-			 int landlock_abi, bool user_notif, struct ward_error *err)
+static int spawn_attempt(const struct ward__spawn_opts *o, struct ward__sandbox *sb,
+			 enum ward__isolation iso, int landlock_abi, bool user_notif,
+			 struct ward_error *err)
 {
+	bool isolated = iso != WARD_ISOLATION_NONE;
 	const struct ward_policy *p = o->policy;
 	bool danger = p->mode == WARD_MODE_DANGER_FULL_ACCESS;
 	struct ward__seccomp_opts so = {0};
 	struct ward__seccomp_prog prog = {0};
+	struct ward__init_leases leases = {0};
 	_cleanup_free_ struct spawn_priv *priv = NULL;
 	int report[2] = {-1, -1}, life[2] = {-1, -1}, ptys[2] = {-1, -1};
 	unsigned long flags;
@@ -403,9 +369,12 @@ static int spawn_attempt(const struct ward__spawn_opts *o, struct ward__sandbox 
 			return r;
 	}
 
-	r = guard_setup(sb, p, priv, err);
+	/* In the fallback this keeps every protected path: before the command exists. */
+	r = ward__guard_new(p, !isolated && !danger, &priv->guard, err);
 	if (r < 0)
 		goto fail;
+	sb->guard_fd = ward__guard_fd(priv->guard);
+	leases.n = ward__guard_leases(priv->guard, &leases.fds, &leases.paths);
 
 	if (pipe2(report, O_CLOEXEC) < 0 || pipe2(life, O_CLOEXEC) < 0) {
 		r = ward__error(err, -errno, "spawn", "cannot create a pipe: %m");
@@ -418,7 +387,9 @@ static int spawn_attempt(const struct ward__spawn_opts *o, struct ward__sandbox 
 
 	flags = CLONE_PIDFD | SIGCHLD;
 	if (isolated) {
-		flags |= CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS;
+		flags |= CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS;
+		if (iso == WARD_ISOLATION_USERNS)
+			flags |= CLONE_NEWUSER;
 		if (!p->network)
 			flags |= CLONE_NEWNET;
 	}
@@ -433,6 +404,10 @@ static int spawn_attempt(const struct ward__spawn_opts *o, struct ward__sandbox 
 		/* EPERM: a seccomp filter or AppArmor; ENOSPC/EUSERS: user.max_user_namespaces; EINVAL: no userns. */
 		if (isolated &&
 		    (r == -EPERM || r == -EACCES || r == -ENOSPC || r == -EUSERS || r == -EINVAL)) {
+			if (iso == WARD_ISOLATION_USERNS) {
+				userns_errno = -r;
+				userns_how = "clone(CLONE_NEWUSER)";
+			}
 			r = 1;
 			goto fail;
 		}
@@ -445,14 +420,19 @@ static int spawn_attempt(const struct ward__spawn_opts *o, struct ward__sandbox 
 		if (ptys[0] >= 0)
 			close(ptys[0]);
 		/* init holds on to the guard's inotify instance: see ward__init_main(). */
-		child_main(o, report[1], life[0], ptys[1], sb->guard_fd, &prog, isolated, uid, gid,
-			   danger ? 0 : landlock_abi);
+		child_main(o, report[1], life[0], ptys[1], sb->guard_fd, &prog, iso, uid, gid,
+			   danger ? 0 : landlock_abi, &leases);
 	}
 
 	close(report[1]);
 	report[1] = -1;
 	close(life[0]);
 	life[0] = -1;
+	/*
+	 * init holds the leases now; ward's copies would keep them alive after
+	 * init is gone, and ward's own restoration would wait on them.
+	 */
+	ward__guard_close_leases(priv->guard);
 	ward__seccomp_prog_release(&prog);
 	priv->init_status = -1;
 	sb->pid = (pid_t)pid;
@@ -460,6 +440,7 @@ static int spawn_attempt(const struct ward__spawn_opts *o, struct ward__sandbox 
 	sb->report_fd = TAKE_FD(report[0]);
 	ward__fd_nonblock(sb->report_fd, true);
 	sb->isolated = isolated;
+	sb->isolation = iso;
 	sb->netns = isolated && !p->network;
 	sb->landlock_abi = danger ? 0 : landlock_abi;
 	sb->seccomp = !danger;
@@ -488,6 +469,10 @@ static int spawn_attempt(const struct ward__spawn_opts *o, struct ward__sandbox 
 		wait_setup(sb);
 		if (sb->have_error && strcmp(sb->error.error.stage, "userns") == 0 &&
 		    (sb->error.error.code == -EPERM || sb->error.error.code == -EACCES)) {
+			if (iso == WARD_ISOLATION_USERNS) {
+				userns_errno = -sb->error.error.code;
+				userns_how = "setting up a new user namespace";
+			}
 			ward__sandbox_release(sb);
 			return 1;
 		}
@@ -504,11 +489,9 @@ fail:
 		if (ptys[i] >= 0)
 			close(ptys[i]);
 	}
-	if (sb->guard_fd >= 0)
-		close(sb->guard_fd);
-	sb->guard_fd = -1;
 	if (priv)
-		guards_release(priv);
+		ward__guard_free(priv->guard);
+	sb->guard_fd = -1;
 	return r;
 }
 
@@ -533,16 +516,53 @@ int ward__sandbox_spawn(const struct ward__spawn_opts *o, struct ward__sandbox *
 		return ward__error(err, -EINVAL, "spawn", "no command given");
 	danger = p->mode == WARD_MODE_DANGER_FULL_ACCESS;
 	if (danger)
-		return spawn_attempt(o, sb, false, 0, false, err);
+		return spawn_attempt(o, sb, WARD_ISOLATION_NONE, 0, false, err);
+	/*
+	 * A kept descriptor of a directory leads to the host's own mount of it,
+	 * which the sandbox's read-only view does not cover: only Landlock, which
+	 * checks the path an fd leads to, stops writes beneath it. Without
+	 * Landlock such a descriptor would open the host: refuse it.
+	 */
+	for (size_t i = 0; ff->landlock_abi < 1 && i < o->n_keep_fds; i++) {
+		struct stat st;
+		int fl = fcntl(o->keep_fds[i], F_GETFL);
+
+		if (fstat(o->keep_fds[i], &st) == 0 &&
+		    (S_ISDIR(st.st_mode) || (fl >= 0 && (fl & O_PATH)))) {
+			ward__error(
+				err, -EPERM, "spawn",
+				"cannot keep fd %d: it is a directory (or an O_PATH descriptor), and without Landlock nothing would stop writes beneath it",
+				o->keep_fds[i]);
+			return -EPERM;
+		}
+	}
 
 	if (!userns_refused) {
-		r = spawn_attempt(o, sb, true, ff->landlock_abi, ff->user_notif, err);
+		r = spawn_attempt(o, sb, WARD_ISOLATION_USERNS, ff->landlock_abi, ff->user_notif,
+				  err);
 		if (r <= 0)
 			return r;
 		userns_refused = true;
 	}
+	/*
+	 * No user namespace, but the rights to create the others (root where
+	 * user namespaces are refused): the same sandbox without the user
+	 * namespace. init drops every privilege before the command starts
+	 * (init.c), so the command holds exactly what it holds with one.
+	 */
+	if (!rootns_refused && have_sys_admin()) {
+		r = spawn_attempt(o, sb, WARD_ISOLATION_ROOT, ff->landlock_abi, ff->user_notif,
+				  err);
+		if (r <= 0)
+			return r;
+		rootns_refused = true;
+	}
 
-	/* The host refused namespaces: now learn why, for the message and the hint. */
+	/*
+	 * The host refused namespaces: now learn why, for the message and the
+	 * hint, from what the attempts found (no probe process of its own).
+	 */
+	ward__features_note_refused(userns_errno, userns_how, rootns_refused || !have_sys_admin());
 	f = ward__features_get();
 	if (p->require_isolation) {
 		ward__error(
@@ -563,12 +583,14 @@ int ward__sandbox_spawn(const struct ward__spawn_opts *o, struct ward__sandbox *
 			err, "run 'ward doctor' for what this host refuses and how to allow it");
 		return -EPERM;
 	}
-	r = spawn_attempt(o, sb, false, ff->landlock_abi, ff->user_notif, err);
+	r = spawn_attempt(o, sb, WARD_ISOLATION_NONE, ff->landlock_abi, ff->user_notif, err);
 	if (r == 0)
 		ward__features_missing_guarantees(f, p, sb->fallback_missing,
 						  sizeof(sb->fallback_missing));
 	return r;
 }
+
+static void add_guard_denial(struct ward__sandbox *sb, const char *access, const char *path);
 
 static void add_denial(struct ward__sandbox *sb, const char *access, const char *sc, int error,
 		       const char *target)
@@ -631,6 +653,17 @@ static void handle_message(struct ward__sandbox *sb, const struct ward__msg_hdr 
 			sb->denials_dropped += m.count;
 		}
 		break;
+	case WARD_MSG_GUARD:
+		if (h->len == sizeof(struct ward__msg_guard)) {
+			struct ward__msg_guard g;
+
+			memcpy(&g, payload, sizeof(g));
+			g.access[sizeof(g.access) - 1] = '\0';
+			g.target[sizeof(g.target) - 1] = '\0';
+			add_guard_denial(sb, g.access, g.target);
+			((struct spawn_priv *)sb->priv)->guard_pending = true;
+		}
+		break;
 	case WARD_MSG_DENIAL:
 		if (h->len == sizeof(struct ward__msg_denial)) {
 			struct ward__msg_denial d;
@@ -647,7 +680,7 @@ static void handle_message(struct ward__sandbox *sb, const struct ward__msg_hdr 
 	}
 }
 
-int ward__sandbox_read_reports(struct ward__sandbox *sb, bool *ret_eof)
+static int read_reports(struct ward__sandbox *sb, bool *ret_eof)
 {
 	struct spawn_priv *priv = sb->priv;
 
@@ -698,52 +731,6 @@ int ward__sandbox_read_reports(struct ward__sandbox *sb, bool *ret_eof)
 	}
 }
 
-/*
- * Removes name under parent_fd without following symlinks; directories
- * recursively (bounded depth), made writable first (the command may have left
- * a directory mode 0555 to keep it). Only entries owned by ward's own user are
- * touched: the sandbox creates files as that user, anything else was made by
- * someone else and is not ours to delete. Returns the first error.
- */
-static int remove_tree_at(int parent_fd, const char *name, unsigned depth)
-{
-	_cleanup_close_ int fd = -1;
-	struct stat st;
-	DIR *d;
-	struct dirent *de;
-	int r = 0;
-
-	if (fstatat(parent_fd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
-		return errno == ENOENT ? 0 : -errno;
-	if (st.st_uid != geteuid())
-		return -EPERM;
-	if (!S_ISDIR(st.st_mode))
-		return RET_NERRNO(unlinkat(parent_fd, name, 0));
-	if (depth > 64)
-		return -ELOOP;
-	fd = openat(parent_fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	if (fchmod(fd, 0700) < 0)
-		return -errno;
-	d = fdopendir(TAKE_FD(fd));
-	if (!d)
-		return -errno;
-	while ((de = readdir(d))) {
-		int q;
-
-		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
-			continue;
-		q = remove_tree_at(dirfd(d), de->d_name, depth + 1);
-		if (q < 0 && r == 0)
-			r = q;
-	}
-	closedir(d);
-	if (r < 0)
-		return r;
-	return RET_NERRNO(unlinkat(parent_fd, name, AT_REMOVEDIR));
-}
-
 static void wait_init_dead(struct ward__sandbox *sb, int timeout_ms)
 {
 	struct pollfd pfd = {.fd = sb->pidfd, .events = POLLIN};
@@ -752,73 +739,114 @@ static void wait_init_dead(struct ward__sandbox *sb, int timeout_ms)
 		poll(&pfd, 1, timeout_ms);
 }
 
-/*
- * The command created a protected name: stop everything inside first (so
- * nothing more is written), then remove what it made, relative to the
- * directory opened at setup (a symlink planted on the way is never followed).
- */
-static void guard_trip(struct ward__sandbox *sb, struct guard_entry *g)
+/* A change the guard saw or repaired: a denial (not a refused syscall: syscall and error empty). */
+static void add_guard_denial(struct ward__sandbox *sb, const char *access, const char *path)
 {
-	_cleanup_free_ char *path = ward__path_join(g->dir, g->name);
-	int r;
-
-	if (g->tripped)
+	if (!path || !path[0])
 		return;
-	g->tripped = true;
-	ward__sandbox_kill(sb);
-	wait_init_dead(sb, 5000);
-	r = remove_tree_at(g->dir_fd, g->name, 0);
-	/* Not a refused syscall: the creation succeeded and was undone. */
-	add_denial(sb, "create", "", 0, path ? path : g->name);
-	sb->guard_tripped = true;
-	if (r < 0 && !sb->guard_left[0])
-		snprintf(sb->guard_left, sizeof(sb->guard_left), "%s: %s", path ? path : g->name,
-			 r == -EPERM ? "not owned by ward's user" : strerror(-r));
+	for (size_t i = 0; i < sb->n_denials; i++)
+		if (!sb->denials[i].syscall[0] && strcmp(sb->denials[i].target, path) == 0)
+			return;
+	add_denial(sb, access, "", 0, path);
 }
 
-/* After a lost event (the inotify queue overflowed): look at every guarded name. */
-static void guard_rescan(struct ward__sandbox *sb)
+static void guard_report(void *userdata, const char *access, const char *path)
+{
+	add_guard_denial(userdata, access, path);
+}
+
+/*
+ * Every process of the sandbox dead, not merely signalled: nothing may write
+ * while (or after) the guard restores. With a pid namespace that is init's
+ * death (the kernel kills and reaps the namespace first). Without one, ward
+ * stops and kills init's descendants itself and lets init, a subreaper that
+ * every orphan of the sandbox comes back to, reap them all: its status report
+ * comes only after its last child is gone. init is killed as well if it does
+ * not report in time (or was itself killed by the command: Landlock ABI < 6).
+ */
+static void kill_all_and_wait(struct ward__sandbox *sb)
 {
 	struct spawn_priv *priv = sb->priv;
-	struct stat st;
+	uint64_t deadline = ward__now_ns() + 5ULL * 1000 * 1000 * 1000;
 
-	for (size_t i = 0; i < priv->n_guards; i++)
-		if (fstatat(priv->guards[i].dir_fd, priv->guards[i].name, &st,
-			    AT_SYMLINK_NOFOLLOW) == 0)
-			guard_trip(sb, &priv->guards[i]);
+	if (sb->isolated) {
+		ward__sandbox_kill(sb);
+		wait_init_dead(sb, 5000);
+		return;
+	}
+	if (!priv->killed && sb->pidfd >= 0)
+		ward__kill_tree(sb->pid);
+	priv->in_trip = true;
+	while (!sb->have_status && sb->report_fd >= 0) {
+		struct pollfd pfds[2] = {{.fd = sb->report_fd, .events = POLLIN},
+					 {.fd = sb->pidfd, .events = POLLIN}};
+		uint64_t now = ward__now_ns();
+		bool eof = false;
+
+		if (now >= deadline)
+			break;
+		if (poll(pfds, 2, (int)((deadline - now) / 1000000 + 1)) < 0 && errno != EINTR)
+			break;
+		if (pfds[0].revents)
+			ward__sandbox_read_reports(sb, &eof);
+		if (eof || ((pfds[1].revents & POLLIN) && !pfds[0].revents))
+			break;
+	}
+	priv->in_trip = false;
+	if (!sb->have_status) {
+		ward__sandbox_kill(sb);
+		wait_init_dead(sb, 5000);
+	}
+}
+
+/*
+ * The command changed a protected path: stop everything inside first (so
+ * nothing more is written), then put back what was there.
+ */
+static void guard_trip(struct ward__sandbox *sb, const char *access, const char *path)
+{
+	struct spawn_priv *priv = sb->priv;
+
+	add_guard_denial(sb, access, path);
+	if (sb->guard_tripped || priv->in_trip)
+		return;
+	sb->guard_tripped = true;
+	kill_all_and_wait(sb);
+	ward__guard_restore(priv->guard, guard_report, sb, sb->guard_left, sizeof(sb->guard_left));
+	/* Nothing seen nor restored: lost events (a flood of them) stopped the run; say so. */
+	for (size_t i = 0; i < sb->n_denials; i++)
+		if (!sb->denials[i].syscall[0] && sb->denials[i].error == 0)
+			return;
+	add_guard_denial(sb, "write",
+			 "(events about protected paths were lost: inotify queue overflow)");
+}
+
+int ward__sandbox_read_reports(struct ward__sandbox *sb, bool *ret_eof)
+{
+	struct spawn_priv *priv = sb->priv;
+	int r = read_reports(sb, ret_eof);
+
+	/* init broke a run off (a lease broke): restore once, outside the parsing. */
+	if (priv && priv->guard_pending && !priv->in_trip) {
+		priv->guard_pending = false;
+		guard_trip(sb, NULL, NULL);
+	}
+	return r;
 }
 
 int ward__sandbox_handle_guard(struct ward__sandbox *sb)
 {
 	struct spawn_priv *priv = sb->priv;
-	char buf[8192] __attribute__((aligned(__alignof__(struct inotify_event))));
+	char access[16], path[PATH_MAX + 256];
+	bool changed = false;
+	int r;
 
-	if (sb->guard_fd < 0)
+	if (!priv || !priv->guard)
 		return 0;
-	for (;;) {
-		ssize_t n = read(sb->guard_fd, buf, sizeof(buf));
-
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			return errno == EAGAIN ? 0 : -errno;
-		}
-		for (char *p = buf; p < buf + n;) {
-			const struct inotify_event *ev = (const struct inotify_event *)p;
-
-			p += sizeof(*ev) + ev->len;
-			if (ev->mask & IN_Q_OVERFLOW) {
-				guard_rescan(sb);
-				continue;
-			}
-			if (ev->len == 0)
-				continue;
-			for (size_t i = 0; i < priv->n_guards; i++)
-				if (priv->guards[i].wd == ev->wd &&
-				    strcmp(priv->guards[i].name, ev->name) == 0)
-					guard_trip(sb, &priv->guards[i]);
-		}
-	}
+	r = ward__guard_read(priv->guard, access, sizeof(access), path, sizeof(path), &changed);
+	if (changed)
+		guard_trip(sb, access, path);
+	return r;
 }
 
 /*
@@ -1007,6 +1035,19 @@ int ward__sandbox_wait(struct ward__sandbox *sb, int *ret_exit_code)
 			break;
 	}
 	ward__sandbox_handle_guard(sb);
+	/*
+	 * In the fallback, what the guard kept is compared once more after the
+	 * run (every process is dead once init reported): a change no event told
+	 * of (a lost event, a file beyond the leases written through a link) is
+	 * undone and reported as well.
+	 */
+	if (priv->guard && !sb->isolated && !sb->guard_tripped) {
+		if (!sb->have_status)
+			kill_all_and_wait(sb);
+		if (ward__guard_restore(priv->guard, guard_report, sb, sb->guard_left,
+					sizeof(sb->guard_left)) > 0)
+			sb->guard_tripped = true;
+	}
 	if (!priv->reaped) {
 		si.si_pid = 0;
 		if (waitid((idtype_t)P_PIDFD, (id_t)sb->pidfd, &si,
@@ -1058,8 +1099,6 @@ static void release(struct ward__sandbox *sb, bool reap)
 		close(sb->pidfd);
 	if (sb->report_fd >= 0)
 		close(sb->report_fd);
-	if (sb->guard_fd >= 0)
-		close(sb->guard_fd);
 	if (sb->life_fd >= 0)
 		close(sb->life_fd);
 	if (sb->pty_master >= 0)
@@ -1068,7 +1107,7 @@ static void release(struct ward__sandbox *sb, bool reap)
 		free(sb->denials[i].target);
 	free(sb->denials);
 	if (priv)
-		guards_release(priv);
+		ward__guard_free(priv->guard); /* closes guard_fd */
 	free(priv);
 	*sb = (struct ward__sandbox){.pid = -1,
 				     .pidfd = -1,

@@ -1768,6 +1768,18 @@ fail:
 	return r;
 }
 
+void ward__supervisor_flush(struct ward__supervisor *s)
+{
+	if (!s || !s->priv || s->denials_dropped == 0)
+		return;
+	{
+		struct ward__msg_dropped m = {.count = s->denials_dropped};
+
+		ward__report(s->report_fd, WARD_MSG_DENIALS_DROPPED, &m, sizeof(m));
+		s->denials_dropped = 0;
+	}
+}
+
 void ward__supervisor_release(struct ward__supervisor *s)
 {
 	struct priv *pv;

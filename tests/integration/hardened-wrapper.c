@@ -1,26 +1,54 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * hardened-wrapper: simulates a host where namespaces are refused, then execs
- * its arguments:
+ * hardened-wrapper: simulates a host that refuses what ward would like to use,
+ * then execs its arguments:
  *
- *   hardened-wrapper COMMAND [ARG...]
+ *   hardened-wrapper [--userns-only] [--no-landlock] [--apparmor-restrict] COMMAND [ARG...]
  *
- * It installs a seccomp filter modelled on Docker's default profile (which is
- * also what Ubuntu 24.04's AppArmor userns restriction amounts to for an
- * unprivileged sandbox): unshare() and setns() fail with EPERM, clone() with any
- * CLONE_NEW* flag fails with EPERM, and clone3() fails with ENOSYS (its flags
- * live in memory a filter cannot read, so libc falls back to clone()). The
- * filter is inherited across exec and fork, so ward and everything it starts
- * live on such a "host". Blocking every namespace flag, not only CLONE_NEWUSER,
- * keeps the simulation honest when the tests run as root, where ward could
- * otherwise create the other namespaces without a user namespace.
+ * By default it installs a seccomp filter modelled on Docker's default profile:
+ * unshare() and setns() fail with EPERM, clone() with any CLONE_NEW* flag fails
+ * with EPERM, and clone3() fails with ENOSYS (its flags live in memory a filter
+ * cannot read, so libc falls back to clone()). Blocking every namespace flag, not
+ * only CLONE_NEWUSER, keeps the simulation honest when the tests run as root,
+ * where ward could otherwise create the other namespaces without a user
+ * namespace.
+ *
+ * --userns-only   refuse only user namespaces (CLONE_NEWUSER in clone() and
+ *                 unshare(); clone3() ENOSYS): user.max_user_namespaces=0, or a
+ *                 container given CAP_SYS_ADMIN whose profile refuses user
+ *                 namespaces. Root can still create the other namespaces.
+ * --no-landlock   also refuse Landlock (landlock_create_ruleset() ENOSYS, as on
+ *                 a kernel built or booted without it).
+ * --apparmor-restrict
+ *                 Ubuntu 24.04's restriction as `ward doctor` sees it: in a
+ *                 private mount namespace /proc/sys/kernel is replaced by a copy
+ *                 in which kernel.apparmor_restrict_unprivileged_userns reads 1,
+ *                 and the command runs as uid/gid 65534 without capabilities
+ *                 (the restriction concerns unprivileged users only).
+ *
+ * The filter is inherited across exec and fork, so ward and everything it
+ * starts live on such a "host".
+ *
+ * Started under the name "ward" (a symlink), it reads the real program and its
+ * options from the file of the same path plus ".conf" (two lines: the program,
+ * then the options separated by spaces) and execs the program with the same
+ * arguments: a drop-in ward for tests, with no shell in between to change the
+ * environment, the pid or the name, and nothing in the environment a test that
+ * clears it could lose.
  */
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
 #include <sched.h>
 #include <seccomp.h>
+#include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #ifndef CLONE_NEWTIME
@@ -32,34 +60,234 @@ static const unsigned long ns_flags[] = {CLONE_NEWNS,	  CLONE_NEWUTS, CLONE_NEWI
 					 CLONE_NEWUSER,	  CLONE_NEWPID, CLONE_NEWNET,
 					 CLONE_NEWCGROUP, CLONE_NEWTIME};
 
-int main(int argc, char **argv)
+static int write_file(const char *path, const char *s)
 {
-	scmp_filter_ctx ctx;
+	int fd = open(path, O_WRONLY | O_CLOEXEC);
+	ssize_t n;
+
+	if (fd < 0)
+		return -errno;
+	n = write(fd, s, strlen(s));
+	close(fd);
+	return n == (ssize_t)strlen(s) ? 0 : -EIO;
+}
+
+/*
+ * Replaces /proc/sys/kernel, in a mount namespace of our own, by a tmpfs holding
+ * a copy of every readable file of the real one (ward reads pid_max there) plus
+ * apparmor_restrict_unprivileged_userns = 1.
+ */
+static int fake_apparmor_sysctl(void)
+{
+	char *names[512], *values[512];
+	size_t n = 0;
+	DIR *d;
+	struct dirent *de;
+	int fd;
+
+	d = opendir("/proc/sys/kernel");
+	if (!d)
+		return -errno;
+	while ((de = readdir(d)) && n < 512) {
+		char path[512], buf[4096];
+		ssize_t len;
+
+		if (de->d_type != DT_REG)
+			continue;
+		snprintf(path, sizeof(path), "/proc/sys/kernel/%s", de->d_name);
+		fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+		if (fd < 0)
+			continue;
+		len = read(fd, buf, sizeof(buf) - 1);
+		close(fd);
+		if (len < 0)
+			continue;
+		buf[len] = '\0';
+		names[n] = strdup(de->d_name);
+		values[n] = strdup(buf);
+		if (!names[n] || !values[n])
+			return -ENOMEM;
+		n++;
+	}
+	closedir(d);
+	if (unshare(CLONE_NEWNS) < 0)
+		return -errno;
+	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0 ||
+	    mount("tmpfs", "/proc/sys/kernel", "tmpfs", 0, "mode=0755") < 0)
+		return -errno;
+	for (size_t i = 0; i < n; i++) {
+		char path[512];
+
+		if (strcmp(names[i], "apparmor_restrict_unprivileged_userns") == 0)
+			continue;
+		snprintf(path, sizeof(path), "/proc/sys/kernel/%s", names[i]);
+		fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0444);
+		if (fd < 0 || write(fd, values[i], strlen(values[i])) < 0)
+			return -errno;
+		close(fd);
+	}
+	fd = open("/proc/sys/kernel/apparmor_restrict_unprivileged_userns",
+		  O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0444);
+	if (fd < 0 || write(fd, "1\n", 2) != 2)
+		return -errno;
+	close(fd);
+	return 0;
+}
+
+/*
+ * Gets a private mount namespace for the fake sysctl: as root directly, as
+ * anyone else in a user namespace of its own (uid mapped to itself), where the
+ * first process has every capability until it execs as a non-root uid.
+ */
+static int apparmor_restrict(void)
+{
+	uid_t uid = getuid();
+	gid_t gid = getgid();
+	char map[64];
 	int r;
 
-	if (argc < 2) {
-		fprintf(stderr, "usage: hardened-wrapper COMMAND [ARG...]\n");
+	if (uid != 0) {
+		if (unshare(CLONE_NEWUSER) < 0)
+			return -errno;
+		snprintf(map, sizeof(map), "%u %u 1\n", (unsigned)uid, (unsigned)uid);
+		r = write_file("/proc/self/setgroups", "deny");
+		if (r == 0)
+			r = write_file("/proc/self/uid_map", map);
+		snprintf(map, sizeof(map), "%u %u 1\n", (unsigned)gid, (unsigned)gid);
+		if (r == 0)
+			r = write_file("/proc/self/gid_map", map);
+		if (r < 0)
+			return r;
+	}
+	r = fake_apparmor_sysctl();
+	if (r < 0)
+		return r;
+	if (uid == 0) {
+		/* An unprivileged user: the restriction does not concern root. */
+		if (setgroups(0, NULL) < 0 || setresgid(65534, 65534, 65534) < 0 ||
+		    setresuid(65534, 65534, 65534) < 0)
+			return -errno;
+	}
+	return 0;
+}
+
+static bool option(const char *o, bool *userns_only, bool *no_landlock, bool *aa)
+{
+	if (strcmp(o, "--userns-only") == 0)
+		*userns_only = true;
+	else if (strcmp(o, "--no-landlock") == 0)
+		*no_landlock = true;
+	else if (strcmp(o, "--apparmor-restrict") == 0)
+		*aa = true;
+	else
+		return false;
+	return true;
+}
+
+int main(int argc, char **argv)
+{
+	bool userns_only = false, no_landlock = false, aa = false;
+	const char *base = strrchr(argv[0], '/') ? strrchr(argv[0], '/') + 1 : argv[0];
+	char *exec_path = NULL;
+	scmp_filter_ctx ctx;
+	int i = 1, r;
+
+	if (strcmp(base, "ward") == 0) {
+		char conf[4096], buf[8192], *save = NULL, *nl;
+		FILE *f;
+		size_t len;
+
+		snprintf(conf, sizeof(conf), "%s.conf", argv[0]);
+		f = fopen(conf, "re");
+		if (!f) {
+			fprintf(stderr, "hardened-wrapper: started as ward without '%s': %s\n",
+				conf, strerror(errno));
+			return 125;
+		}
+		len = fread(buf, 1, sizeof(buf) - 1, f);
+		fclose(f);
+		buf[len] = '\0';
+		nl = strchr(buf, '\n');
+		if (!nl) {
+			fprintf(stderr, "hardened-wrapper: '%s' needs two lines\n", conf);
+			return 125;
+		}
+		*nl = '\0';
+		exec_path = strdup(buf);
+		if (!exec_path)
+			return 125;
+		nl[1 + strcspn(nl + 1, "\n")] = '\0';
+		for (char *t = strtok_r(nl + 1, " ", &save); t; t = strtok_r(NULL, " ", &save))
+			if (!option(t, &userns_only, &no_landlock, &aa)) {
+				fprintf(stderr, "hardened-wrapper: unknown option '%s'\n", t);
+				return 125;
+			}
+		i = 0;
+	} else {
+		for (; i < argc && strncmp(argv[i], "--", 2) == 0; i++)
+			if (!option(argv[i], &userns_only, &no_landlock, &aa))
+				break;
+	}
+	if (i >= argc) {
+		fprintf(stderr,
+			"usage: hardened-wrapper [--userns-only] [--no-landlock] "
+			"[--apparmor-restrict] COMMAND [ARG...]\n");
 		return 2;
+	}
+	if (aa) {
+		r = apparmor_restrict();
+		if (r < 0) {
+			fprintf(stderr,
+				"hardened-wrapper: cannot simulate the AppArmor restriction: %s\n",
+				strerror(-r));
+			return 125;
+		}
 	}
 	ctx = seccomp_init(SCMP_ACT_ALLOW);
 	if (!ctx) {
 		fprintf(stderr, "hardened-wrapper: seccomp_init failed\n");
 		return 125;
 	}
-	r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(unshare), 0);
-	if (r == 0)
-		r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(setns), 0);
-	if (r == 0)
-		r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(ENOSYS), SCMP_SYS(clone3), 0);
+	r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(ENOSYS), SCMP_SYS(clone3), 0);
+	if (userns_only) {
+		if (r == 0)
+			r = seccomp_rule_add(
+				ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(unshare), 1,
+				SCMP_A0(SCMP_CMP_MASKED_EQ, CLONE_NEWUSER, CLONE_NEWUSER));
+		if (r == 0)
+			r = seccomp_rule_add(
+				ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(clone), 1,
+				SCMP_A0(SCMP_CMP_MASKED_EQ, CLONE_NEWUSER, CLONE_NEWUSER));
+	} else {
+		if (r == 0)
+			r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(unshare), 0);
+		if (r == 0)
+			r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(setns), 0);
+		/*
+		 * One rule per flag, because "any of these bits set" is an OR of masked
+		 * compares. clone()'s flags are its first argument on x86-64 and arm64
+		 * (the second on s390x, which these tests do not target).
+		 */
+		for (size_t k = 0; r == 0 && k < sizeof(ns_flags) / sizeof(ns_flags[0]); k++)
+			r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(clone), 1,
+					     SCMP_A0(SCMP_CMP_MASKED_EQ, ns_flags[k], ns_flags[k]));
+	}
+	if (r == 0 && no_landlock) {
+		r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(ENOSYS), SCMP_SYS(landlock_create_ruleset),
+				     0);
+		if (r == 0)
+			r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(ENOSYS),
+					     SCMP_SYS(landlock_add_rule), 0);
+		if (r == 0)
+			r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(ENOSYS),
+					     SCMP_SYS(landlock_restrict_self), 0);
+	}
 	/*
-	 * One rule per flag, because "any of these bits set" is an OR of masked
-	 * compares. clone()'s flags are its first argument on x86-64 and arm64 (the
-	 * second on s390x, which these tests do not target).
+	 * Unprivileged callers need no_new_privs to install a filter; root does
+	 * not, and keeps setuid working (libseccomp would set it by default).
 	 */
-	for (size_t i = 0; r == 0 && i < sizeof(ns_flags) / sizeof(ns_flags[0]); i++)
-		r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(clone), 1,
-				     SCMP_A0(SCMP_CMP_MASKED_EQ, ns_flags[i], ns_flags[i]));
-	/* Unprivileged callers need no_new_privs to install a filter; root does not, and keeps setuid working. */
+	if (r == 0 && geteuid() == 0)
+		r = seccomp_attr_set(ctx, SCMP_FLTATR_CTL_NNP, 0);
 	if (r == 0 && geteuid() != 0 && prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
 		r = -errno;
 	if (r == 0)
@@ -69,7 +297,11 @@ int main(int argc, char **argv)
 		fprintf(stderr, "hardened-wrapper: cannot install the filter: %s\n", strerror(-r));
 		return 125;
 	}
-	execvp(argv[1], argv + 1);
-	fprintf(stderr, "hardened-wrapper: cannot execute '%s': %s\n", argv[1], strerror(errno));
+	if (exec_path)
+		execv(exec_path, argv);
+	else
+		execvp(argv[i], argv + i);
+	fprintf(stderr, "hardened-wrapper: cannot execute '%s': %s\n",
+		exec_path ? exec_path : argv[i], strerror(errno));
 	return errno == ENOENT ? 127 : 126;
 }

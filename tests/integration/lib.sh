@@ -26,6 +26,15 @@ set -u
 export LC_ALL=C
 umask 022
 
+# The cases must not depend on how the suite was started: a parent that ignores
+# SIGINT or SIGQUIT (nohup, a background job of a non-interactive shell, some CI
+# runners) would pass that on to every ward and command started here, and a
+# shell cannot undo a disposition ignored at its entry. So the script runs again
+# with every signal at its default (coreutils' env --default-signal), once.
+if [ -z "${WARD_TEST_SIGNALS_RESET:-}" ]; then
+	WARD_TEST_SIGNALS_RESET=1 exec env --default-signal bash "$0" "$@"
+fi
+
 WARD_SRC=${WARD_SRC:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
 WARD=${WARD:-$WARD_SRC/build/ward}
 PROBE=${PROBE:-$WARD_SRC/build/tests/probe}
@@ -84,6 +93,23 @@ esac
 BASE=$(mktemp -d "$_tmp/ward-it.XXXXXX") || bail_out "cannot create a scratch directory in $_tmp"
 unset _tmp
 chmod 755 "$BASE"
+
+# WARD_TEST_HOST runs the cases on a simulated hardened host, through
+# hardened-wrapper started as "ward" (a symlink; it execs the real ward, so the
+# pid, the name and the environment stay ward's): "userns-refused" refuses user namespaces only (root then
+# builds the sandbox without one), "userns-landlock-refused" Landlock too.
+case "${WARD_TEST_HOST:-}" in
+"") ;;
+userns-refused | userns-landlock-refused)
+	[ -x "$HARDENED" ] || bail_out "WARD_TEST_HOST needs hardened-wrapper ($HARDENED)"
+	mkdir -p "$BASE/bin"
+	ln -s "$HARDENED" "$BASE/bin/ward"
+	printf '%s\n%s\n' "$WARD" "--userns-only$([ "$WARD_TEST_HOST" = userns-landlock-refused ] &&
+		echo " --no-landlock")" >"$BASE/bin/ward.conf"
+	WARD=$BASE/bin/ward
+	;;
+*) bail_out "unknown WARD_TEST_HOST '$WARD_TEST_HOST'" ;;
+esac
 cleanup_base() {
 	chmod -R u+rwX "$BASE" 2>/dev/null
 	rm -rf "$BASE"

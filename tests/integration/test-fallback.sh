@@ -161,14 +161,9 @@ t_protected_or_named() {
 	need_cmd git
 	make_repo "$WS"
 	hw -- write "$WS/.git/hooks/pre-commit" evil
-	if probe_line write | grep -q '^write: ok'; then
-		# Landlock alone cannot carve a read-only hole into a writable root; then
-		# the warning must say that protected paths are not protected here.
-		grep -q -i -e protect -e hooks "$T/.run/stderr" ||
-			fail "a hook could be written and the warning does not say protected paths are unenforced"
-	else
-		assert_absent "$WS/.git/hooks/pre-commit"
-	fi
+	assert_absent "$WS/.git/hooks/pre-commit"
+	# The warning says how they are protected here.
+	assert_stderr_has "guarded instead"
 }
 
 t_nothing_left() {
@@ -218,6 +213,147 @@ t_fallback_init_unkillable() {
 	expect_rc 0
 }
 
+# ------------------------------------------------------------------ the guard of protected paths
+
+# The protected paths of a repository as the host sees them: type, mode, size,
+# modification time and content of everything at and beneath each.
+guard_state() {
+	local p
+	for p in "$@"; do
+		if [ -e "$p" ] || [ -L "$p" ]; then
+			find "$p" -printf '%y %m %s %T@ %p -> %l\n' | sort
+			find "$p" -type f -exec sha256sum {} + | sort
+		else
+			echo "absent $p"
+		fi
+	done
+}
+
+# A repository with an existing hook, agent configuration and a --protect file.
+guard_repo() {
+	make_repo "$WS"
+	printf '#!/bin/sh\necho kept\n' >"$WS/.git/hooks/pre-commit"
+	chmod 755 "$WS/.git/hooks/pre-commit"
+	mkdir -p "$WS/.codex/sub"
+	printf 'model = "x"\n' >"$WS/.codex/config.toml"
+	printf 'deep\n' >"$WS/.codex/sub/deep"
+	printf 'keep me\n' >"$WS/prot.txt"
+	chmod 640 "$WS/prot.txt"
+	GUARDED=("$WS/.git/config" "$WS/.git/hooks" "$WS/.codex" "$WS/.agents" "$WS/.ward" "$WS/prot.txt")
+}
+
+# guard_attack DESCRIPTION SHELL-COMMAND TARGET: runs the command in the fallback
+# (captured), and expects the sandbox killed before it got further, the host's
+# protected paths byte for byte as before, and TARGET among the denials.
+guard_attack() {
+	local what=$1 cmd=$2 target=$3 before after
+	before=$(guard_state "${GUARDED[@]}")
+	LAST_CMD="hardened-wrapper ward run --json --protect prot.txt -- sh -c '$cmd' ($what)"
+	timeout -k 3 "$WARD_TEST_TIMEOUT" "$HARDENED" "$WARD" run --json --protect "$WS/prot.txt" -- \
+		sh -c "$cmd; sleep 3; echo survived" </dev/null >"$T/.run/stdout" 2>"$T/.run/stderr"
+	WRC=$?
+	after=$(guard_state "${GUARDED[@]}")
+	[ "$before" = "$after" ] || fail "$what: the host's protected paths changed:" "$(diff <(echo "$before") <(echo "$after"))"
+	"$PY" - "$T/.run/stdout" "$target" "$what" <<'PYEOF' || fail "$what: the result does not report it"
+import json, sys
+d = json.load(open(sys.argv[1]))
+target, what = sys.argv[2], sys.argv[3]
+assert d["guard_tripped"] is True, d
+assert d["exit_code"] == 137 and d["signal_name"] == "SIGKILL", (d["exit_code"], d["signal_name"])
+assert "survived" not in d["stdout"], d["stdout"]
+assert d["sandbox_denied"] is True
+hits = [x for x in d["denials"] if x["target"] == target or x["target"].startswith(target + "/")]
+assert hits, (target, d["denials"])
+assert all(x["syscall"] is None and x["error"] is None for x in hits), hits
+assert "guard_left" not in d, d.get("guard_left")
+PYEOF
+	expect_rc 137
+}
+
+t_guard_existing_paths() {
+	need_wrapper
+	[ -n "$PY" ] || skip "python3 is needed to read the JSON"
+	guard_repo
+	local p
+	# Each protected path in turn: planted (a new entry), edited, renamed, removed.
+	guard_attack "plant a hook" "echo evil >.git/hooks/post-checkout; chmod +x .git/hooks/post-checkout" "$WS/.git/hooks/post-checkout"
+	guard_attack "edit a hook" "echo evil >>.git/hooks/pre-commit" "$WS/.git/hooks/pre-commit"
+	guard_attack "rename a hook" "mv .git/hooks/pre-commit .git/hooks/pre-commit.off" "$WS/.git/hooks/pre-commit"
+	guard_attack "remove a hook" "rm .git/hooks/pre-commit" "$WS/.git/hooks/pre-commit"
+	guard_attack "plant in .git/config" "printf '[core]\\n\\tfsmonitor = evil\\n' >>.git/config" "$WS/.git/config"
+	guard_attack "replace .git/config" "printf 'x' >c.new; mv c.new .git/config" "$WS/.git/config"
+	guard_attack "rename .git/config" "mv .git/config .git/config.old" "$WS/.git/config"
+	guard_attack "remove .git/config" "rm -f .git/config" "$WS/.git/config"
+	guard_attack "rename .git/hooks" "mv .git/hooks .git/hooks.old" "$WS/.git/hooks"
+	guard_attack "remove .git/hooks" "rm -rf .git/hooks" "$WS/.git/hooks"
+	guard_attack "plant in .codex" "echo evil >.codex/new" "$WS/.codex/new"
+	guard_attack "edit .codex" "echo evil >>.codex/sub/deep" "$WS/.codex/sub/deep"
+	guard_attack "rename .codex" "mv .codex .codex.old" "$WS/.codex"
+	guard_attack "remove .codex" "rm -rf .codex" "$WS/.codex"
+	guard_attack "plant .agents (missing)" "mkdir .agents; echo evil >.agents/a" "$WS/.agents"
+	guard_attack "plant .ward (missing)" "echo evil >.ward" "$WS/.ward"
+	guard_attack "edit --protect" "echo evil >>prot.txt" "$WS/prot.txt"
+	guard_attack "chmod --protect" "chmod 777 prot.txt" "$WS/prot.txt"
+	guard_attack "rename --protect" "mv prot.txt prot.old" "$WS/prot.txt"
+	guard_attack "remove --protect" "rm prot.txt" "$WS/prot.txt"
+	# Replacing .git itself: renamed away and rebuilt with a planted hook.
+	guard_attack "replace .git" "mv .git .git.old; mkdir -p .git/hooks; echo evil >.git/hooks/pre-commit" "$WS/.git"
+	# A shared writable mapping (no write event ever): the open for writing is stopped.
+	guard_attack "mmap .git/config" "\"$PY\" -c 'import mmap, os; f = os.open(\".git/config\", os.O_RDWR); m = mmap.mmap(f, 0); m[0:1] = b\"X\"; m.flush()'" "$WS/.git/config"
+	# git itself still works in the fallback: commits do not touch protected paths.
+	hw -- true
+	LAST_CMD="hardened-wrapper ward run -- git commit"
+	timeout 20 "$HARDENED" "$WARD" run -- git commit -q --allow-empty -m inside </dev/null >"$T/.run/stdout" 2>"$T/.run/stderr"
+	WRC=$?
+	expect_rc 0
+	assert_eq "$(git -C "$WS" log -1 --format=%s)" inside "the commit made inside"
+}
+
+# Plain ward run says it on stderr: which path, that the sandbox stopped, that it was restored.
+t_guard_plain_run() {
+	need_wrapper
+	guard_repo
+	LAST_CMD="hardened-wrapper ward run -- sh -c 'echo evil >>.git/config'"
+	timeout 20 "$HARDENED" "$WARD" run -- sh -c 'echo evil >>.git/config; echo survived' </dev/null >"$T/.run/stdout" 2>"$T/.run/stderr"
+	WRC=$?
+	expect_rc 137
+	assert_stderr_has "ward: run: the command changed protected path '$WS/.git/config' (write); the sandbox was stopped and the path restored"
+	grep -q survived "$T/.run/stdout" && fail "the command went on"
+	grep -q evil "$WS/.git/config" && fail ".git/config kept the write"
+	return 0
+}
+
+# The restoration follows no symlink the command planted and touches nothing outside.
+t_guard_no_follow() {
+	need_wrapper
+	[ -n "$PY" ] || skip "python3 is needed to read the JSON"
+	guard_repo
+	mkdir "$OUT/dir"
+	printf 'outside\n' >"$OUT/target"
+	printf 'outside\n' >"$OUT/dir/pre-commit"
+	local out_before
+	out_before=$(guard_state "$OUT")
+	guard_attack "config becomes a symlink out" "rm .git/config; ln -s '$OUT/target' .git/config" "$WS/.git/config"
+	guard_attack "hooks becomes a symlink out" "rm -rf .git/hooks; ln -s '$OUT/dir' .git/hooks" "$WS/.git/hooks"
+	guard_attack "a hook becomes a symlink out" "rm .git/hooks/pre-commit; ln -s '$OUT/dir/pre-commit' .git/hooks/pre-commit" "$WS/.git/hooks/pre-commit"
+	assert_eq "$(guard_state "$OUT")" "$out_before" "the files outside"
+	[ -L "$WS/.git/config" ] && fail ".git/config is still a symlink"
+	return 0
+}
+
+# What ward cannot keep, it refuses to run with, clearly (exit 125).
+t_guard_bounds() {
+	need_wrapper
+	make_repo "$WS"
+	mkdir "$WS/.codex"
+	head -c $((9 * 1024 * 1024)) /dev/zero >"$WS/.codex/big"
+	hw -- write "$WS/ran"
+	expect_rc 125
+	expect_one_line_error
+	assert_stderr_has "cannot guard protected file '$WS/.codex/big' without namespaces"
+	assert_absent "$WS/ran"
+}
+
 tcase "falls back with one warning line and runs" t_warning_and_runs
 tcase "writes outside the roots are still refused (Landlock)" t_writes_outside_refused
 tcase "--require-isolation exits 125 and runs nothing" t_require_isolation
@@ -229,4 +365,8 @@ tcase "nothing is left running" t_nothing_left
 tcase "no terminal injection" t_tiocsti
 tcase "nothing is left running after ward is SIGKILLed, without a pid namespace" t_fallback_ward_killed
 tcase "the command cannot kill init, without a pid namespace" t_fallback_init_unkillable
+tcase "protected paths planted, edited, renamed, removed: sandbox killed, host restored, reported" t_guard_existing_paths
+tcase "a plain run names the changed protected path on stderr" t_guard_plain_run
+tcase "the restoration follows no planted symlink and touches nothing outside" t_guard_no_follow
+tcase "a protected file over the guard's bound is refused with a clear error" t_guard_bounds
 finish

@@ -93,10 +93,20 @@ t_abstract_host_socket() {
 	wp -- connect-abstract "$name"
 	expect_denied connect-abstract
 	expect_listener_silent
-	# Abstract sockets stay out of reach with the network on (Landlock scoping).
+	# With the network on there is no network namespace: abstract sockets of the
+	# host stay out of reach through Landlock's scoping (ABI 6), and where that is
+	# not in force ward says so instead.
 	wp --network on -- connect-abstract "$name"
-	expect_denied connect-abstract
-	expect_listener_silent
+	local abi
+	abi=$("$WARD" run --json --network on -- true | sed -n 's/.*"landlock_abi":\([0-9]*\).*/\1/p')
+	if [ "${abi:-0}" -ge 6 ]; then
+		expect_denied connect-abstract
+		expect_listener_silent
+	else
+		"$WARD" policy show --network on >"$T/.run/policy" || fail "ward policy show failed"
+		grep -q 'abstract unix sockets' "$T/.run/policy" ||
+			fail "Landlock ABI ${abi:-0} < 6 and policy show does not name the abstract sockets: $(cat "$T/.run/policy")"
+	fi
 }
 
 t_unix_inside() {
