@@ -52,6 +52,7 @@ struct ward__proc {
 	uint64_t timeout_timer, drain_timer, start_timer;
 
 	bool paused;
+	bool draining; /* reading what is left before the exit is told */
 	bool exited;
 	bool closed;
 	bool timed_out;
@@ -205,9 +206,25 @@ static int compute_exit_code(struct ward__proc *p)
 	return code;
 }
 
+static bool read_out(struct ward__proc *p, int i);
+
 static void mark_exited(struct ward__proc *p)
 {
-	if (p->exited)
+	if (p->exited || p->draining)
+		return;
+	/*
+	 * What the command wrote before it ended comes before its end: the status
+	 * arrives after every writer is gone, so the output is already in the
+	 * pipes. Read it first (unless the consumer holds output back), as far as
+	 * a bounded number of reads, so that "exited" follows the last output.
+	 */
+	p->draining = true;
+	for (int i = 0; i < 2 && !p->paused; i++)
+		for (int k = 0; k < 64 && p->out_fd[i] >= 0 && !p->dead; k++)
+			if (!read_out(p, i))
+				break;
+	p->draining = false;
+	if (p->dead)
 		return;
 	p->exited = true;
 	p->end_ns = ward__now_ns();
@@ -234,27 +251,30 @@ static void mark_exited(struct ward__proc *p)
 
 /* ------------------------------------------------------------ events */
 
-static void read_out(struct ward__proc *p, int i)
+/* One read of an output stream; true when bytes were delivered. */
+static bool read_out(struct ward__proc *p, int i)
 {
 	uint8_t buf[PROC_READ_CHUNK];
 	ssize_t n;
 
 	if (p->out_fd[i] < 0)
-		return;
+		return false;
 	n = read(p->out_fd[i], buf, sizeof(buf));
 	if (n < 0 && (errno == EAGAIN || errno == EINTR))
-		return;
+		return false;
 	if (n <= 0) {
 		/* EOF; EIO on a pty master once the last holder of the terminal is gone. */
 		close_out(p, i);
-		maybe_closed(p);
-		return;
+		if (p->exited)
+			maybe_closed(p);
+		return false;
 	}
 	if (p->ops.output)
 		p->ops.output(p,
 			      p->tty ? WARD__PROC_PTY
 				     : (i == 0 ? WARD__PROC_STDOUT : WARD__PROC_STDERR),
 			      buf, (size_t)n, p->userdata);
+	return true;
 }
 
 static void flush_stdin(struct ward__proc *p)
