@@ -215,6 +215,34 @@ WARD_PUBLIC int ward_result_sandbox_denied(const struct ward_result *result, boo
 /* The whole result as the JSON object of `ward run --json` (docs/json.md). malloc()ed. */
 WARD_PUBLIC int ward_result_to_json(const struct ward_result *result, char **ret_json);
 
+/* ------------------------------------------------------------------ approvals */
+
+/*
+ * When a person is asked before a command runs (Codex's AskForApproval).
+ *   on-request: the default. Commands run in the sandbox without a question
+ *     unless a rule says prompt, the command looks dangerous, or the caller
+ *     asks to leave the sandbox; a sandbox denial is returned as it is.
+ *   untrusted: only known-safe read-only commands and rule-allowed commands
+ *     run without a question; a denied sandboxed run may be retried outside
+ *     the sandbox after a second question.
+ *   never: nobody is asked. What would need a question is refused;
+ *     everything else runs in the sandbox.
+ *   granular: as on-request, with each class of question switched on or off
+ *     (struct ward_approval_granular); a class switched off is refused.
+ * "on-failure" is accepted as a deprecated alias of on-request, as in Codex.
+ */
+enum ward_approval_mode {
+	WARD_APPROVAL_ON_REQUEST = 0,
+	WARD_APPROVAL_UNTRUSTED = 1,
+	WARD_APPROVAL_NEVER = 2,
+	WARD_APPROVAL_GRANULAR = 3,
+};
+
+/* Parses "untrusted", "on-request", "on-failure", "never", "granular". -EINVAL otherwise. */
+WARD_PUBLIC int ward_approval_mode_from_string(const char *s, enum ward_approval_mode *ret_mode);
+/* The kebab-case name. Static storage. */
+WARD_PUBLIC const char *ward_approval_mode_to_string(enum ward_approval_mode mode);
+
 #ifdef __cplusplus
 }
 #endif

@@ -42,6 +42,9 @@ void cli_run_args_release(struct cli_run_args *a);
 
 int cli_run(int argc, char **argv);
 int cli_policy(int argc, char **argv);
+/* `ward policy check` and `ward policy allow` (policy-rules.c). */
+int cli_policy_check(int argc, char **argv);
+int cli_policy_allow(int argc, char **argv);
 int cli_doctor(int argc, char **argv);
 /* The --json branch of `ward run` (run-json.c): returns ward's exit status. */
 int cli_run_json(struct cli_run_args *a);

@@ -12,6 +12,8 @@ static const char main_help[] =
 	"Commands:\n"
 	"  run [OPTIONS] [--] CMD [ARG...]   run CMD in the sandbox (see 'ward run --help')\n"
 	"  policy show [OPTIONS]             print the resolved policy and this host's enforcement\n"
+	"  policy check [OPTIONS] -- CMD...  match CMD against command rules (as codex execpolicy check)\n"
+	"  policy allow -- PREFIX...         always allow commands starting with PREFIX\n"
 	"  doctor [--json]                   report the kernel features and the guarantees given here\n"
 	"  help                              show this help\n"
 	"\n"
