@@ -14,6 +14,7 @@ static const char main_help[] =
 	"  policy show [OPTIONS]             print the resolved policy and this host's enforcement\n"
 	"  policy check [OPTIONS] -- CMD...  match CMD against command rules (as codex execpolicy check)\n"
 	"  policy allow -- PREFIX...         always allow commands starting with PREFIX\n"
+	"  audit [--json] [-n N]             show the approval audit log\n"
 	"  doctor [--json]                   report the kernel features and the guarantees given here\n"
 	"  help                              show this help\n"
 	"\n"
@@ -33,6 +34,8 @@ int main(int argc, char **argv)
 		return cli_policy(argc - 1, argv + 1);
 	if (strcmp(argv[1], "doctor") == 0)
 		return cli_doctor(argc - 1, argv + 1);
+	if (strcmp(argv[1], "audit") == 0)
+		return cli_audit(argc - 1, argv + 1);
 	if (strcmp(argv[1], "help") == 0 || strcmp(argv[1], "--help") == 0 ||
 	    strcmp(argv[1], "-h") == 0) {
 		fputs(main_help, stdout);

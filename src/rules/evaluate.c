@@ -152,9 +152,12 @@ int ward__rules_evaluate(const struct ward__rules *r, const char *const *argv, s
 			en.decision = l.v[m].group->decision;
 			/*
 			 * A script not understood is "not matched" for allow rules: its
-			 * words are not the words the shell will run.
+			 * words are not the words the shell will run. Except a rule
+			 * whose pattern reaches the script itself: it allows exactly
+			 * that text, compared as written.
 			 */
-			if (!e.understood && en.decision == WARD__DECISION_ALLOW)
+			if (!e.understood && en.decision == WARD__DECISION_ALLOW &&
+			    en.match.n_prefix < 3)
 				continue;
 			l.v[m].resolved_program = NULL; /* moved into the entry */
 			k = add_entry(&e, &en);
@@ -185,8 +188,6 @@ int ward__rules_evaluate(const struct ward__rules *r, const char *const *argv, s
 		}
 		e.bypass_sandbox = e.bypass_sandbox && allowed;
 	}
-	if (!e.understood)
-		e.bypass_sandbox = false;
 
 	/*
 	 * The literal commands of a script the reader refused: their prompt and

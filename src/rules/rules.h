@@ -308,7 +308,10 @@ struct ward__evaluation {
 	struct ward__eval_entry *entries;
 	size_t n_entries, alloc_entries;
 	enum ward__decision decision; /* the strictest of the entries */
-	/* Every command matched an allow rule from a file that is not a project's. */
+	/*
+	 * The decision is allow and every command matched an allow rule from a
+	 * file that is not a project's: the command may run outside the sandbox.
+	 */
 	bool bypass_sandbox;
 	/* A rule (not the fallback) asked for the prompt. */
 	bool prompt_is_rule;
@@ -320,9 +323,10 @@ struct ward__evaluation {
  * is split into plain commands (when the reader understands it), each command
  * is matched (restrictive basename matching, relative paths against cwd) and
  * unmatched ones get the fallback's decision. A script the reader does not
- * understand is evaluated as the whole argv, never counts as known safe, and
- * the literal commands found in it still get the prompt and forbidden
- * decisions of the rules. -ENOMEM.
+ * understand is evaluated as the whole argv, never counts as known safe, is
+ * allowed only by a rule whose pattern reaches the script itself, and the
+ * literal commands found in it still get the prompt and forbidden decisions
+ * of the rules. -ENOMEM.
  */
 WARD_INTERNAL int ward__rules_evaluate(const struct ward__rules *r, const char *const *argv,
 				       size_t argc, const char *cwd, const char *home,
