@@ -354,10 +354,10 @@ WARD_PUBLIC int ward_approver_set_amendment_file(struct ward_approver *approver,
 /* The audit log (copied); NULL: none. Default $XDG_STATE_HOME/ward/audit.jsonl. */
 WARD_PUBLIC int ward_approver_set_audit_log(struct ward_approver *approver, const char *path);
 /*
- * Adds the approver's own files (rules directories, amendment file, audit
- * log) to policy's protected paths, so that a command sandboxed under policy
- * cannot rewrite the rules that decide what runs outside the sandbox. Call
- * before ward_policy_resolve().
+ * Adds the approver's own files that exist (rules directories, the
+ * amendment file's and the audit log's directories) to policy's protected
+ * paths, so that a command sandboxed under policy cannot rewrite the rules
+ * that decide what runs outside the sandbox. Call before ward_policy_resolve().
  */
 WARD_PUBLIC int ward_approver_protect(const struct ward_approver *approver,
 				      struct ward_policy *policy);

@@ -410,8 +410,12 @@ static void apply_amendment(struct ward__approval_step *s)
 
 	while (s->proposed[n])
 		n++;
-	if (a->amend_path &&
-	    ward__rules_append_allow(a->amend_path, (const char *const *)s->proposed, n, &err) < 0)
+	if (!a->amend_path)
+		set_text(
+			&s->notice,
+			"the approved rule applies to this session only: there is no rules file to save it to");
+	else if (ward__rules_append_allow(a->amend_path, (const char *const *)s->proposed, n,
+					  &err) < 0)
 		set_text(&s->notice, "the approved rule was not saved: %s", err.message);
 	/* In memory, for the rest of the session, whatever happened to the file. */
 	r = ward__buf_init(&b, WARD_RULES_MAX_FILE);

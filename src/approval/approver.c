@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "approval/approval.h"
@@ -202,6 +203,21 @@ WARD_PUBLIC int ward_approver_set_audit_log(struct ward_approver *a, const char 
 	return set_path(&a->audit_path, path);
 }
 
+/*
+ * Protects path when it exists. A missing one is left alone: protecting it
+ * would guard the creation of its first missing ancestor (~/.config for
+ * ~/.config/ward/rules), killing every command that creates that ancestor
+ * for its own files.
+ */
+static int protect_existing(struct ward_policy *p, const char *path)
+{
+	struct stat st;
+
+	if (!path || stat(path, &st) < 0)
+		return 0;
+	return ward_policy_add_protect(p, path);
+}
+
 static int protect_parent(struct ward_policy *p, const char *file)
 {
 	_cleanup_free_ char *dir = NULL;
@@ -210,7 +226,7 @@ static int protect_parent(struct ward_policy *p, const char *file)
 	if (!slash || slash == file)
 		return 0;
 	dir = strndup(file, (size_t)(slash - file));
-	return dir ? ward_policy_add_protect(p, dir) : -ENOMEM;
+	return dir ? protect_existing(p, dir) : -ENOMEM;
 }
 
 WARD_PUBLIC int ward_approver_protect(const struct ward_approver *a, struct ward_policy *policy)
@@ -226,10 +242,9 @@ WARD_PUBLIC int ward_approver_protect(const struct ward_approver *a, struct ward
 	 */
 	if (policy->mode != WARD_MODE_WORKSPACE_WRITE)
 		return 0;
-	if (a->rules_dir)
-		r = ward_policy_add_protect(policy, a->rules_dir);
-	if (r >= 0 && a->codex_dir)
-		r = ward_policy_add_protect(policy, a->codex_dir);
+	r = protect_existing(policy, a->rules_dir);
+	if (r >= 0)
+		r = protect_existing(policy, a->codex_dir);
 	if (r >= 0)
 		r = protect_parent(policy, a->amend_path);
 	if (r >= 0)

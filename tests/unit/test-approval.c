@@ -1105,6 +1105,7 @@ TEST_TIMEOUT(real_rules_directory_protected, 90)
 
 	setup(&f, WARD_APPROVAL_ON_REQUEST, NULL);
 	snprintf(cfg, sizeof(cfg), "%s/cfg", f.ws);
+	ASSERT_EQ(mkdir(cfg, 0755), 0);
 	ASSERT_OK(ward_approver_set_amendment_file(f.a, "/nonexistent/x.rules"));
 	{
 		char amend[PATH_MAX + 32];
