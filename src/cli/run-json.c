@@ -64,9 +64,10 @@ int cli_run_capture(struct cli_run_args *a, struct ward_policy *policy,
 		ward_run_options_set_json_base64(a->opts, true);
 	/*
 	 * ward exits right after printing: init need not be reaped (see exec.h).
-	 * With approvals a second run may follow; each is reaped then.
+	 * With approvals a retry may follow; the first run's init, told that its
+	 * run is over, ends on its own meanwhile (a zombie until ward exits).
 	 */
-	ward__run_options_set_caller_exits(a->opts, !a->approvals);
+	ward__run_options_set_caller_exits(a->opts, true);
 	if (a->have_timeout)
 		ward_run_options_set_timeout_ms(a->opts, a->timeout_ms);
 	if (a->stdin_inherit)

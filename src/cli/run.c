@@ -349,7 +349,7 @@ int cli_run_plain(struct cli_run_args *a, struct ward_policy *policy, struct cli
 	 * takes tens of milliseconds here. It dies with ward (parent-death signal)
 	 * and is reaped by the host's init or the nearest subreaper.
 	 */
-	if (sb.have_status && !rep)
+	if (sb.have_status)
 		ward__sandbox_release_exiting(&sb);
 	else
 		ward__sandbox_release(&sb);
