@@ -12,8 +12,10 @@
 #
 # Environment: WARD_MUST_WORK=1 (skips for missing kernel features fail; CI),
 # WARD_TEST_NO_ASAN=1 (skip the sanitizer build, for quick local runs),
-# WARD_TEST_ASAN_INTEGRATION (the integration tests run under ASan; default
-# "cli process fs escape fallback mcp"), WARD_TEST_UNPRIV_UID (default 65534).
+# WARD_CODEX (Codex, for the comparison of `policy check` with `codex execpolicy
+# check`; also found in PATH), WARD_TEST_ASAN_INTEGRATION (the integration tests
+# run under ASan; default "cli process fs escape fallback mcp"), WARD_TEST_UNPRIV_UID
+# (default 65534).
 #
 # As root, the isolation suites also run on two simulated hardened hosts
 # (WARD_TEST_HOST, see tests/integration/lib.sh): user namespaces refused, and
@@ -201,6 +203,13 @@ run() { python3 "$runner" --counts "$counts" --logdir "$logs" "$@"; }
 
 echo "== unit tests and fuzz corpus replays"
 run build --label gcc --suite unit --suite fuzz
+
+# The Codex comparison (scripts/compare-execpolicy.sh) needs Codex itself; it is
+# not a kernel feature, so it runs when Codex is installed and is not a skip otherwise.
+if [ -n "${WARD_CODEX:-}" ] || command -v codex >/dev/null 2>&1; then
+	echo "== ward policy check against codex execpolicy check"
+	run build --label gcc --suite compat
+fi
 
 if [ "$(id -u)" = 0 ]; then
 	echo "== integration tests as root"

@@ -221,6 +221,197 @@ WARD_PUBLIC int ward_result_sandbox_denied(const struct ward_result *result, boo
 /* The whole result as the JSON object of `ward run --json` (docs/json.md). malloc()ed. */
 WARD_PUBLIC int ward_result_to_json(const struct ward_result *result, char **ret_json);
 
+/* ------------------------------------------------------------------ approvals */
+
+/*
+ * When a person is asked before a command runs (Codex's AskForApproval).
+ *   on-request: the default. Commands run in the sandbox without a question
+ *     unless a rule says prompt, the command looks dangerous, or the caller
+ *     asks to leave the sandbox; a sandbox denial is returned as it is.
+ *   untrusted: only known-safe read-only commands and rule-allowed commands
+ *     run without a question; a denied sandboxed run may be retried outside
+ *     the sandbox after a second question.
+ *   never: nobody is asked. What would need a question is refused;
+ *     everything else runs in the sandbox.
+ *   granular: as on-request, with each class of question switched on or off
+ *     (struct ward_approval_granular); a class switched off is refused.
+ * "on-failure" is accepted as a deprecated alias of on-request, as in Codex.
+ */
+enum ward_approval_mode {
+	WARD_APPROVAL_ON_REQUEST = 0,
+	WARD_APPROVAL_UNTRUSTED = 1,
+	WARD_APPROVAL_NEVER = 2,
+	WARD_APPROVAL_GRANULAR = 3,
+};
+
+/* Parses "untrusted", "on-request", "on-failure", "never", "granular". -EINVAL otherwise. */
+WARD_PUBLIC int ward_approval_mode_from_string(const char *s, enum ward_approval_mode *ret_mode);
+/* The kebab-case name. Static storage. */
+WARD_PUBLIC const char *ward_approval_mode_to_string(enum ward_approval_mode mode);
+
+/* Granular mode: which classes of question may be asked (false: refused without asking). */
+struct ward_approval_granular {
+	bool sandbox_approval; /* questions from the mode and the heuristics, and retries outside */
+	bool rules; /* questions a prompt rule asks for */
+	bool skill_approval; /* (kept for Codex compatibility; ward runs no skills) */
+	bool request_permissions;
+	bool mcp_elicitations;
+};
+
+/* A person's answer (Codex's ReviewDecision). */
+enum ward_review_decision {
+	WARD_REVIEW_APPROVED = 0, /* run it, this once */
+	WARD_REVIEW_APPROVED_FOR_SESSION = 1, /* and do not ask again for the same command here */
+	WARD_REVIEW_APPROVED_EXECPOLICY_AMENDMENT = 2, /* and always allow the proposed prefix */
+	WARD_REVIEW_DENIED = 3, /* do not run it */
+	WARD_REVIEW_ABORT = 4, /* do not run it, and stop */
+};
+/* The snake_case name ("approved_for_session"). Static storage. */
+WARD_PUBLIC const char *ward_review_decision_to_string(enum ward_review_decision d);
+WARD_PUBLIC int ward_review_decision_from_string(const char *s, enum ward_review_decision *ret);
+
+/* What a call asks of the sandbox (Codex's sandbox_permissions). */
+enum ward_sandbox_permissions {
+	WARD_SANDBOX_PERMISSIONS_USE_DEFAULT = 0,
+	/* Run outside the sandbox (after approval; never when the policy denies reads). */
+	WARD_SANDBOX_PERMISSIONS_REQUIRE_ESCALATED = 1,
+	/* Run in the sandbox widened by the request's writable paths and network, after approval. */
+	WARD_SANDBOX_PERMISSIONS_WITH_ADDITIONAL_PERMISSIONS = 2,
+};
+/* Parses "use_default", "require_escalated", "with_additional_permissions" (or with '-'). */
+WARD_PUBLIC int ward_sandbox_permissions_from_string(const char *s,
+						     enum ward_sandbox_permissions *ret);
+
+/* What happened to a command. */
+enum ward_approval_status {
+	WARD_APPROVAL_RAN_SANDBOXED = 0,
+	WARD_APPROVAL_RAN_UNSANDBOXED = 1,
+	WARD_APPROVAL_REJECTED = 2, /* forbidden by a rule or the mode, or an invalid request */
+	WARD_APPROVAL_DENIED = 3, /* the person said no (or nobody could be asked) */
+	WARD_APPROVAL_ABORTED = 4, /* the person aborted */
+};
+WARD_PUBLIC const char *ward_approval_status_to_string(enum ward_approval_status status);
+
+/* One thing the sandbox refused during a run, as shown to the person. */
+struct ward_denial_info {
+	const char *access; /* "write", "create", "read", "connect", "syscall", ... */
+	const char *syscall;
+	int error; /* the errno the command got */
+	const char *target; /* path, address or syscall arguments */
+};
+
+/* A question for a person. Everything in it stays valid during the callback only. */
+struct ward_approval_question {
+	const char *const *argv; /* the command, NULL-terminated */
+	const char *cwd;
+	const char *reason; /* why ward asks; never NULL */
+	const char *justification; /* the caller's own words for the person, or NULL */
+	bool unsandboxed; /* approving runs the command outside the sandbox */
+	bool retry; /* the sandboxed run was denied: run it again outside the sandbox? */
+	const struct ward_denial_info *denials; /* of the denied run (retry) */
+	size_t n_denials;
+	size_t denials_dropped; /* more denials than were recorded */
+	/* The prefix WARD_REVIEW_APPROVED_EXECPOLICY_AMENDMENT would always allow, or NULL. */
+	const char *const *proposed_prefix_rule;
+	unsigned decisions; /* bit (1u << decision) for each decision that may be answered */
+};
+
+/*
+ * Asks the person. Store the answer in *ret_decision (one of q->decisions)
+ * and return 0; a negative return stops the run with that error.
+ */
+typedef int (*ward_approval_fn)(void *userdata, const struct ward_approval_question *q,
+				enum ward_review_decision *ret_decision);
+
+/*
+ * An approver: the command rules, the approval mode, the answers given "for
+ * this session" (in memory, at most 1024, scoped to their directory) and the
+ * audit log. Not thread-safe; one per session.
+ */
+struct ward_approver;
+
+/* Mode on-request, no rules, amendments to ward's rules file, the default audit log. */
+WARD_PUBLIC int ward_approver_new(struct ward_approver **ret_approver);
+WARD_PUBLIC void ward_approver_free(struct ward_approver *approver);
+WARD_PUBLIC int ward_approver_set_mode(struct ward_approver *approver, enum ward_approval_mode mode);
+/* The classes granular mode lets ask (default: all). Copied. */
+WARD_PUBLIC int ward_approver_set_granular(struct ward_approver *approver,
+					   const struct ward_approval_granular *granular);
+/*
+ * Loads ward's own rules ($XDG_CONFIG_HOME/ward/rules, default
+ * ~/.config/ward/rules) and the project's .ward/rules for the working
+ * directory cwd (docs/rules.md). A file that does not load fails the call
+ * (err says file:line:col) and adds nothing.
+ */
+WARD_PUBLIC int ward_approver_load_default_rules(struct ward_approver *approver, const char *cwd,
+						 struct ward_error *err);
+/* Loads Codex's rules: every "*.rules" file in $CODEX_HOME/rules (default ~/.codex/rules). */
+WARD_PUBLIC int ward_approver_load_codex_rules(struct ward_approver *approver,
+					       struct ward_error *err);
+/* Loads one rules file. */
+WARD_PUBLIC int ward_approver_load_rules_file(struct ward_approver *approver, const char *path,
+					      struct ward_error *err);
+/* Loads rules from memory; origin names them in errors. */
+WARD_PUBLIC int ward_approver_load_rules_string(struct ward_approver *approver, const char *text,
+						size_t len, const char *origin,
+						struct ward_error *err);
+/* Where approved prefix rules are appended (copied); NULL keeps them in memory only. */
+WARD_PUBLIC int ward_approver_set_amendment_file(struct ward_approver *approver, const char *path);
+/* The audit log (copied); NULL: none. Default $XDG_STATE_HOME/ward/audit.jsonl. */
+WARD_PUBLIC int ward_approver_set_audit_log(struct ward_approver *approver, const char *path);
+/*
+ * Adds the approver's own files that exist (rules directories, the
+ * amendment file's and the audit log's directories) to policy's protected
+ * paths, so that a command sandboxed under policy cannot rewrite the rules
+ * that decide what runs outside the sandbox. Call before ward_policy_resolve().
+ */
+WARD_PUBLIC int ward_approver_protect(const struct ward_approver *approver,
+				      struct ward_policy *policy);
+
+/* The per-call fields of a command (Codex's exec_command arguments). */
+struct ward_approval_request;
+
+WARD_PUBLIC int ward_approval_request_new(struct ward_approval_request **ret_request);
+WARD_PUBLIC void ward_approval_request_free(struct ward_approval_request *request);
+WARD_PUBLIC int ward_approval_request_set_sandbox_permissions(
+	struct ward_approval_request *request, enum ward_sandbox_permissions permissions);
+/* Words for the person; only with an escalation (refused otherwise, as in Codex). Copied. */
+WARD_PUBLIC int ward_approval_request_set_justification(struct ward_approval_request *request,
+							const char *justification);
+/* A prefix to always allow if the person agrees; only with require_escalated. Copied. */
+WARD_PUBLIC int ward_approval_request_set_prefix_rule(struct ward_approval_request *request,
+						      const char *const *prefix);
+/* with_additional_permissions: a writable root for this command (repeatable). Copied. */
+WARD_PUBLIC int ward_approval_request_add_writable(struct ward_approval_request *request,
+						   const char *path);
+/* with_additional_permissions: the network for this command. */
+WARD_PUBLIC int ward_approval_request_set_network(struct ward_approval_request *request,
+						  bool enabled);
+/* The command runs on a terminal (part of the session cache key, as in Codex). */
+WARD_PUBLIC int ward_approval_request_set_tty(struct ward_approval_request *request, bool tty);
+
+/*
+ * Runs opts' command under policy (resolved) as the approver decides: refused
+ * by a rule or the mode, asked through ask (with userdata), run in the
+ * sandbox, and, when the sandboxed run was denied and the mode allows it,
+ * asked again and run outside the sandbox. request may be NULL.
+ *
+ * Returns 0 when it was decided: *ret_status says what happened. When the
+ * command ran (WARD_APPROVAL_RAN_*), *ret_result (caller frees) is the last
+ * run's; when it did not (rejected, denied, aborted), *ret_result is NULL and
+ * err holds the reason (code -EPERM, stage "approval"), one line to show the
+ * person or hand to the model. -errno: the sandbox could not be set up (as
+ * ward_run()), or ask failed (its return), with err filled.
+ */
+WARD_PUBLIC int ward_run_with_approval(struct ward_approver *approver,
+				       const struct ward_policy *policy,
+				       const struct ward_run_options *opts,
+				       const struct ward_approval_request *request,
+				       ward_approval_fn ask, void *userdata,
+				       struct ward_cancel *cancel, struct ward_result **ret_result,
+				       enum ward_approval_status *ret_status,
+				       struct ward_error *err);
+
 #ifdef __cplusplus
 }
 #endif

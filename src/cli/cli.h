@@ -10,6 +10,9 @@
 #define WARD_EXIT_FAILURE 125
 #define WARD_EXIT_CANNOT_EXEC 126
 #define WARD_EXIT_NOT_FOUND 127
+/* The command was not run: refused by a rule or the approval mode, denied or aborted by the
+ * person, or nobody could be asked (docs/ward.1, EXIT STATUS). */
+#define WARD_EXIT_REJECTED 123
 
 /* What `ward run` was asked to do, after option parsing (options.c). */
 struct cli_run_args {
@@ -27,6 +30,27 @@ struct cli_run_args {
 	bool version;
 	int keep_fds[64];
 	size_t n_keep_fds;
+	/* Approvals (approve.c): on with --ask-for-approval or any of its companions. */
+	bool approvals;
+	enum ward_approval_mode approval_mode;
+	bool have_granular;
+	struct ward_approval_granular granular;
+	const char *rules_files[64];
+	size_t n_rules_files;
+	bool codex_rules;
+	struct ward_approval_request *approval_req; /* created by the first per-call option */
+	const char *prefix_rule[65]; /* --prefix-rule words, NULL-terminated */
+	size_t n_prefix_rule;
+};
+
+/* What a plain run reports for the approval runner (run.c). */
+struct cli_run_report {
+	int exit_code;
+	bool timed_out;
+	bool denied; /* the sandbox reported refusals */
+	struct ward__denial *denials; /* copies; free with cli_run_report_release() */
+	size_t n_denials;
+	size_t denials_dropped;
 };
 
 /* Prints "ward: <message>" and, when set, "hint: <hint>" to stderr. */
@@ -53,6 +77,7 @@ struct cli_extra_options {
 	const struct option *options; /* terminated by a zeroed entry; at most 31 */
 	int (*handle)(int c, const char *arg, void *userdata);
 	void *userdata;
+	bool approvals; /* takes the approval options (-a, --granular, --rules, --codex-rules) */
 };
 /*
  * After parsing: prints the help or the version when asked and returns 0 (the
@@ -66,7 +91,32 @@ int cli_parse_server_args(int argc, char **argv, const char *verb,
 			  const struct cli_extra_options *extra, struct cli_run_args *a);
 
 int cli_run(int argc, char **argv);
+/*
+ * The plain (stdio straight through) run of a->argv under policy (resolved
+ * here when it is not); with rep, the sandbox's denials are observed and
+ * reported. Returns ward's exit status for the run.
+ */
+struct ward__denial;
+struct ward__sandbox;
+int cli_run_plain(struct cli_run_args *a, struct ward_policy *policy, struct cli_run_report *rep);
+void cli_run_report_fill(struct cli_run_report *rep, const struct ward__sandbox *sb, int code,
+			 bool timed_out);
+void cli_run_report_release(struct cli_run_report *rep);
+/* A captured run under policy: 0 and *ret_result, or ward's exit status after reporting. */
+int cli_run_capture(struct cli_run_args *a, struct ward_policy *policy,
+		    struct ward_result **ret_result);
+/* Prints res as JSON, with extra_json ("key":value,...) added as members; returns its exit code. */
+int cli_print_result(struct ward_result *res, const char *extra_json);
+/* `ward run` through the approval runner (approve.c). */
+int cli_run_approved(struct cli_run_args *a);
+/* Handles one approval option of `ward run` (approve.c): 0, or -1 after an error. */
+int cli_approval_option(struct cli_run_args *a, int opt, const char *name, const char *arg);
+/* `ward audit` (audit.c). */
+int cli_audit(int argc, char **argv);
 int cli_policy(int argc, char **argv);
+/* `ward policy check` and `ward policy allow` (policy-rules.c). */
+int cli_policy_check(int argc, char **argv);
+int cli_policy_allow(int argc, char **argv);
 int cli_doctor(int argc, char **argv);
 int cli_mcp(int argc, char **argv);
 int cli_serve(int argc, char **argv);

@@ -14,6 +14,9 @@ static const char main_help[] =
 	"Commands:\n"
 	"  run [OPTIONS] [--] CMD [ARG...]   run CMD in the sandbox (see 'ward run --help')\n"
 	"  policy show [OPTIONS]             print the resolved policy and this host's enforcement\n"
+	"  policy check [OPTIONS] -- CMD...  match CMD against command rules (as codex execpolicy check)\n"
+	"  policy allow -- PREFIX...         always allow commands starting with PREFIX\n"
+	"  audit [--json] [-n N]             show the approval audit log\n"
 	"  doctor [--json]                   report the kernel features and the guarantees given here\n"
 	"  mcp [OPTIONS]                     serve MCP tools on stdio (see 'ward mcp --help')\n"
 	"  serve [OPTIONS]                   serve Codex's exec-server protocol (see 'ward serve --help')\n"
@@ -65,6 +68,8 @@ int main(int argc, char **argv)
 		return cli_mcp(argc - 1, argv + 1);
 	if (strcmp(argv[1], "serve") == 0)
 		return cli_exec_serve(argc - 1, argv + 1);
+	if (strcmp(argv[1], "audit") == 0)
+		return cli_audit(argc - 1, argv + 1);
 	if (strcmp(argv[1], "help") == 0 || strcmp(argv[1], "--help") == 0 ||
 	    strcmp(argv[1], "-h") == 0) {
 		fputs(main_help, stdout);

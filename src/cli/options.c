@@ -56,6 +56,15 @@ enum {
 	OPT_ENV_EXCLUDE,
 	OPT_ENV_INCLUDE_ONLY,
 	OPT_ENV_DEFAULT_EXCLUDES,
+	/* Approvals (approve.c). */
+	OPT_GRANULAR,
+	OPT_RULES,
+	OPT_CODEX_RULES,
+	OPT_SANDBOX_PERMISSIONS,
+	OPT_JUSTIFICATION,
+	OPT_PREFIX_RULE,
+	OPT_ADDITIONAL_WRITABLE,
+	OPT_ADDITIONAL_NETWORK,
 };
 
 static const struct option run_options[] = {
@@ -85,12 +94,21 @@ static const struct option run_options[] = {
 	{"env-unset", required_argument, NULL, OPT_ENV_EXCLUDE},
 	{"env-include-only", required_argument, NULL, OPT_ENV_INCLUDE_ONLY},
 	{"env-default-excludes", no_argument, NULL, OPT_ENV_DEFAULT_EXCLUDES},
+	{"ask-for-approval", required_argument, NULL, 'a'},
+	{"granular", required_argument, NULL, OPT_GRANULAR},
+	{"rules", required_argument, NULL, OPT_RULES},
+	{"codex-rules", no_argument, NULL, OPT_CODEX_RULES},
+	{"sandbox-permissions", required_argument, NULL, OPT_SANDBOX_PERMISSIONS},
+	{"justification", required_argument, NULL, OPT_JUSTIFICATION},
+	{"prefix-rule", required_argument, NULL, OPT_PREFIX_RULE},
+	{"additional-writable", required_argument, NULL, OPT_ADDITIONAL_WRITABLE},
+	{"additional-network", no_argument, NULL, OPT_ADDITIONAL_NETWORK},
 	{0},
 };
 
 static bool is_run_only(int c)
 {
-	return c >= OPT_KEEP_FD && c != OPT_VERSION;
+	return (c >= OPT_KEEP_FD && c != OPT_VERSION) || c == 'a';
 }
 
 /* The environment options: the run's, and the servers' for every command they start. */
@@ -100,8 +118,11 @@ static bool is_env_option(int c)
 }
 
 /* The run options a server verb (`ward mcp`, `ward serve`) takes. */
-static bool allowed_for_server(int c)
+static bool allowed_for_server(int c, const struct cli_extra_options *extra)
 {
+	if (extra->approvals &&
+	    (c == 'a' || c == OPT_GRANULAR || c == OPT_RULES || c == OPT_CODEX_RULES))
+		return true;
 	return !is_run_only(c) || is_env_option(c);
 }
 
@@ -109,8 +130,10 @@ void cli_run_args_release(struct cli_run_args *a)
 {
 	ward_policy_free(a->policy);
 	ward_run_options_free(a->opts);
+	ward_approval_request_free(a->approval_req);
 	a->policy = NULL;
 	a->opts = NULL;
+	a->approval_req = NULL;
 }
 
 static int fail_path(const char *verb, const char *opt, const char *arg, int r)
@@ -181,7 +204,7 @@ static int parse_args(int argc, char **argv, const char *verb, bool allow_run_op
 	opterr = 0;
 	optind = 1;
 	/* "+": stop at the first non-option, so the command's own options stay the command's. */
-	while ((longindex = -1, c = getopt_long(argc, argv, "+:s:C:w:h", options, &longindex)) !=
+	while ((longindex = -1, c = getopt_long(argc, argv, "+:s:C:w:a:h", options, &longindex)) !=
 	       -1) {
 		if (extra && c >= CLI_EXTRA_OPTION_BASE) {
 			if (extra->handle(c, optarg, extra->userdata) < 0)
@@ -189,7 +212,7 @@ static int parse_args(int argc, char **argv, const char *verb, bool allow_run_op
 			continue;
 		}
 		if ((!allow_run_options && !extra && is_run_only(c)) ||
-		    (extra && is_run_only(c) && !allowed_for_server(c))) {
+		    (extra && is_run_only(c) && !allowed_for_server(c, extra))) {
 			if (longindex >= 0)
 				cli_errorf("%s: option '--%s' only applies to 'ward run'", verb,
 					   options[longindex].name);
@@ -356,6 +379,21 @@ static int parse_args(int argc, char **argv, const char *verb, bool allow_run_op
 			break;
 		case OPT_ENV_DEFAULT_EXCLUDES:
 			ward_run_options_set_env_default_excludes(a->opts, true);
+			break;
+		case 'a':
+		case OPT_GRANULAR:
+		case OPT_RULES:
+		case OPT_CODEX_RULES:
+		case OPT_SANDBOX_PERMISSIONS:
+		case OPT_JUSTIFICATION:
+		case OPT_PREFIX_RULE:
+		case OPT_ADDITIONAL_WRITABLE:
+		case OPT_ADDITIONAL_NETWORK:
+			if (cli_approval_option(a, c,
+						longindex >= 0 ? options[longindex].name
+							       : "ask-for-approval",
+						optarg) < 0)
+				return -1;
 			break;
 		case 'h':
 			a->help = true;

@@ -7,8 +7,14 @@
 
 static const char policy_help[] =
 	"Usage: ward policy show [OPTIONS]\n"
+	"       ward policy check [OPTIONS] [--] COMMAND [ARG...]\n"
+	"       ward policy allow [OPTIONS] [--] PREFIX...\n"
 	"\n"
-	"Print the policy that 'ward run' would apply with the same options, resolved\n"
+	"check: match COMMAND against command rules files, printing what\n"
+	"'codex execpolicy check' prints (see 'ward policy check --help').\n"
+	"allow: always allow commands starting with PREFIX (see 'ward policy allow --help').\n"
+	"\n"
+	"show: print the policy that 'ward run' would apply with the same options, resolved\n"
 	"against the filesystem (canonical roots, protected and denied paths), and the\n"
 	"enforcement layers this host gives, as one JSON object.\n"
 	"\n"
@@ -23,15 +29,19 @@ int cli_policy(int argc, char **argv)
 	char *json = NULL;
 	int r;
 
+	if (argc >= 2 && strcmp(argv[1], "check") == 0)
+		return cli_policy_check(argc - 1, argv + 1);
+	if (argc >= 2 && strcmp(argv[1], "allow") == 0)
+		return cli_policy_allow(argc - 1, argv + 1);
 	if (argc < 2 ||
 	    (strcmp(argv[1], "show") != 0 && strcmp(argv[1], "--help") != 0 &&
 	     strcmp(argv[1], "-h") != 0)) {
 		if (argc < 2)
 			cli_errorf(
-				"policy: missing subcommand (usage: ward policy show [OPTIONS])");
+				"policy: missing subcommand (usage: ward policy show|check|allow ...)");
 		else
 			cli_errorf(
-				"policy: unknown subcommand '%s' (usage: ward policy show [OPTIONS])",
+				"policy: unknown subcommand '%s' (usage: ward policy show|check|allow ...)",
 				argv[1]);
 		return WARD_EXIT_FAILURE;
 	}

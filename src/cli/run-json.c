@@ -39,16 +39,16 @@ static void fallback_warning(const struct ward_result *res)
 		res->fallback_missing);
 }
 
-int cli_run_json(struct cli_run_args *a)
+int cli_run_capture(struct cli_run_args *a, struct ward_policy *policy,
+		    struct ward_result **ret_result)
 {
 	struct ward_error err = {0};
 	struct ward_result *res = NULL;
 	struct ward_cancel *cancel = NULL;
 	struct sigaction sa = {.sa_handler = on_signal}, old_int, old_term, old_hup;
-	_cleanup_free_ char *json = NULL;
-	int r, code;
+	int r;
 
-	r = ward_policy_resolve(a->policy, &err);
+	r = policy->resolved ? 0 : ward_policy_resolve(policy, &err);
 	if (r < 0) {
 		cli_report_error(&err);
 		return WARD_EXIT_FAILURE;
@@ -62,7 +62,11 @@ int cli_run_json(struct cli_run_args *a)
 	}
 	if (a->json_base64)
 		ward_run_options_set_json_base64(a->opts, true);
-	/* ward exits right after printing: init need not be reaped (see exec.h). */
+	/*
+	 * ward exits right after printing: init need not be reaped (see exec.h).
+	 * With approvals a retry may follow; the first run's init, told that its
+	 * run is over, ends on its own meanwhile (a zombie until ward exits).
+	 */
 	ward__run_options_set_caller_exits(a->opts, true);
 	if (a->have_timeout)
 		ward_run_options_set_timeout_ms(a->opts, a->timeout_ms);
@@ -85,7 +89,7 @@ int cli_run_json(struct cli_run_args *a)
 	sigaction(SIGTERM, &sa, &old_term);
 	sigaction(SIGHUP, &sa, &old_hup);
 
-	r = ward_run(a->policy, a->opts, cancel, &res, &err);
+	r = ward_run(policy, a->opts, cancel, &res, &err);
 
 	sigaction(SIGINT, &old_int, NULL);
 	sigaction(SIGTERM, &old_term, NULL);
@@ -97,18 +101,47 @@ int cli_run_json(struct cli_run_args *a)
 		cli_report_error(&err);
 		return WARD_EXIT_FAILURE;
 	}
-	if (res->fallback_missing[0] && a->policy->mode != WARD_MODE_DANGER_FULL_ACCESS)
+	if (res->fallback_missing[0] && policy->mode != WARD_MODE_DANGER_FULL_ACCESS)
 		fallback_warning(res);
+	*ret_result = res;
+	return 0;
+}
+
+int cli_print_result(struct ward_result *res, const char *extra_json)
+{
+	_cleanup_free_ char *json = NULL;
+	size_t len;
+	int r;
+
 	r = ward_result_to_json(res, &json);
-	code = ward_result_exit_code(res);
-	ward_result_free(res);
 	if (r < 0) {
 		cli_errorf("run: cannot format the result: %s", strerror(-r));
 		return WARD_EXIT_FAILURE;
 	}
-	if (fputs(json, stdout) == EOF || fputc('\n', stdout) == EOF || fflush(stdout) == EOF) {
+	/* Extra members go inside the object, before its closing brace. */
+	len = strlen(json);
+	if (extra_json && len > 0 && json[len - 1] == '}')
+		json[--len] = '\0';
+	if (fputs(json, stdout) == EOF ||
+	    (extra_json && len > 1 &&
+	     (fputc(',', stdout) == EOF || fputs(extra_json, stdout) == EOF ||
+	      fputc('}', stdout) == EOF)) ||
+	    fputc('\n', stdout) == EOF || fflush(stdout) == EOF) {
 		cli_errorf("run: cannot write the result: %s", strerror(errno));
 		return WARD_EXIT_FAILURE;
 	}
+	return ward_result_exit_code(res);
+}
+
+int cli_run_json(struct cli_run_args *a)
+{
+	struct ward_result *res = NULL;
+	int r, code;
+
+	r = cli_run_capture(a, a->policy, &res);
+	if (r != 0)
+		return r;
+	code = cli_print_result(res, NULL);
+	ward_result_free(res);
 	return code;
 }

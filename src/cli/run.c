@@ -63,8 +63,24 @@ static const char run_help[] =
 	"  -h, --help                   show this help\n"
 	"      --version                show the version\n"
 	"\n"
+	"Approvals (any of these turns them on; docs/rules.md):\n"
+	"  -a, --ask-for-approval MODE  untrusted, on-request (default), never, granular\n"
+	"      --granular CLASS,...     granular: the questions that may be asked\n"
+	"                               (sandbox_approval, rules; the others refused)\n"
+	"      --rules FILE             also read this rules file (repeatable); ward's own\n"
+	"                               rules and the project's .ward/rules are always read\n"
+	"      --codex-rules            also read Codex's $CODEX_HOME/rules\n"
+	"      --sandbox-permissions P  use-default, require-escalated (run outside the\n"
+	"                               sandbox after approval), with-additional-permissions\n"
+	"      --justification TEXT     shown in the question (only with an escalation)\n"
+	"      --prefix-rule WORD       a word of the prefix to offer to always allow\n"
+	"                               (repeatable; only with require-escalated)\n"
+	"      --additional-writable PATH, --additional-network\n"
+	"                               what with-additional-permissions asks for\n"
+	"\n"
 	"Exit status: the command's own; 128+N if it died of signal N; 124 timed out;\n"
-	"125 ward failed; 126 command not executable; 127 command not found.\n";
+	"125 ward failed; 126 command not executable; 127 command not found;\n"
+	"123 not run (refused by a rule or the approval mode, denied or aborted).\n";
 
 struct tty_state {
 	bool active; /* a pty is relayed */
@@ -156,9 +172,11 @@ static void print_fallback_warning(const struct ward__sandbox *sb)
 		sb->fallback_missing);
 }
 
-static int run_plain(struct cli_run_args *a)
+int cli_run_plain(struct cli_run_args *a, struct ward_policy *policy, struct cli_run_report *rep)
 {
-	struct ward__spawn_opts so = {.policy = a->policy, .argv = a->argv, .tty_fd = -1};
+	/* With a report wanted (approvals), the sandbox's denials are observed and handed back. */
+	struct ward__spawn_opts so = {
+		.policy = policy, .argv = a->argv, .tty_fd = -1, .observe_fs = rep != NULL};
 	struct ward__sandbox sb;
 	struct ward_error err = {0};
 	_cleanup_strv_free_ char **envp = NULL;
@@ -167,12 +185,14 @@ static int run_plain(struct cli_run_args *a)
 	sigset_t set;
 	int code = WARD_EXIT_FAILURE, r;
 
-	r = ward_policy_resolve(a->policy, &err);
+	r = policy->resolved ? 0 : ward_policy_resolve(policy, &err);
 	if (r < 0) {
 		cli_report_error(&err);
 		return WARD_EXIT_FAILURE;
 	}
-	r = ward__exec_env_build(a->opts, a->policy, &envp);
+	/* A second run (a retry outside the sandbox) starts from a clean terminal state. */
+	tty = (struct tty_state){.term_in = -1, .term_out = -1, .master = -1};
+	r = ward__exec_env_build(a->opts, policy, &envp);
 	if (r < 0) {
 		cli_errorf("run: cannot build the environment: %s", strerror(-r));
 		return WARD_EXIT_FAILURE;
@@ -226,7 +246,7 @@ static int run_plain(struct cli_run_args *a)
 		else
 			ward__fd_nonblock(tty.master, true);
 	}
-	if (!sb.isolated && a->policy->mode != WARD_MODE_DANGER_FULL_ACCESS)
+	if (!sb.isolated && policy->mode != WARD_MODE_DANGER_FULL_ACCESS)
 		print_fallback_warning(&sb);
 
 	if (a->have_timeout) {
@@ -322,6 +342,8 @@ static int run_plain(struct cli_run_args *a)
 			sb.guard_left);
 	if (timed_out)
 		code = WARD_EXIT_TIMEOUT;
+	if (rep)
+		cli_run_report_fill(rep, &sb, code, timed_out);
 	/*
 	 * ward exits next. init, alone in the sandbox by now, is not waited for:
 	 * its end (the kernel's teardown of its inotify watches and namespaces)
@@ -334,6 +356,7 @@ static int run_plain(struct cli_run_args *a)
 		ward__sandbox_release(&sb);
 	if (tty.master >= 0)
 		close(tty.master);
+	tty.master = -1;
 	return code;
 }
 
@@ -363,7 +386,10 @@ int cli_run(int argc, char **argv)
 		cli_run_args_release(&a);
 		return WARD_EXIT_FAILURE;
 	}
-	code = a.json ? cli_run_json(&a) : run_plain(&a);
+	if (a.approvals)
+		code = cli_run_approved(&a);
+	else
+		code = a.json ? cli_run_json(&a) : cli_run_plain(&a, a.policy, NULL);
 	cli_run_args_release(&a);
 	return code;
 }

@@ -494,7 +494,20 @@ unsigned ward__seccomp_opts_index(const struct ward__seccomp_opts *o)
 		(o->observe_reads ? 16u : 0u) | (o->notify_refusals ? 32u : 0u);
 }
 
-#if !defined(WARD_SECCOMP_NO_PRECOMPILED) && __has_include("seccomp-precompiled.h")
+/*
+ * The generator itself (WARD_SECCOMP_NO_PRECOMPILED) must not even look for
+ * the header: clang records a file __has_include found as a dependency, and
+ * the generator depending on its own output is a cycle ninja refuses.
+ */
+#if defined(WARD_SECCOMP_NO_PRECOMPILED)
+#define WARD_SECCOMP_HAVE_PRECOMPILED 0
+#elif __has_include("seccomp-precompiled.h")
+#define WARD_SECCOMP_HAVE_PRECOMPILED 1
+#else
+#define WARD_SECCOMP_HAVE_PRECOMPILED 0
+#endif
+
+#if WARD_SECCOMP_HAVE_PRECOMPILED
 /*
  * The filters for every combination of options, compiled by libseccomp at
  * build time (seccomp-gen.c): generating BPF costs about a millisecond per
