@@ -109,8 +109,9 @@ int cli_run_capture(struct cli_run_args *a, struct ward_policy *policy,
 int cli_print_result(struct ward_result *res, const char *extra_json);
 /* `ward run` through the approval runner (approve.c). */
 int cli_run_approved(struct cli_run_args *a);
-/* Handles one approval option of `ward run` (approve.c): 0, or -1 after an error. */
-int cli_approval_option(struct cli_run_args *a, int opt, const char *name, const char *arg);
+/* Handles one approval option (options.c): 0, or -1 after an error. */
+int cli_approval_option(struct cli_run_args *a, const char *verb, const char *name,
+			const char *arg);
 /* `ward audit` (audit.c). */
 int cli_audit(int argc, char **argv);
 int cli_policy(int argc, char **argv);

@@ -389,7 +389,7 @@ static int parse_args(int argc, char **argv, const char *verb, bool allow_run_op
 		case OPT_PREFIX_RULE:
 		case OPT_ADDITIONAL_WRITABLE:
 		case OPT_ADDITIONAL_NETWORK:
-			if (cli_approval_option(a, c,
+			if (cli_approval_option(a, verb,
 						longindex >= 0 ? options[longindex].name
 							       : "ask-for-approval",
 						optarg) < 0)
@@ -465,4 +465,113 @@ void cli_raise_nofile(void)
 		rl.rlim_cur = rl.rlim_max;
 		setrlimit(RLIMIT_NOFILE, &rl);
 	}
+}
+
+/* ------------------------------------------------------------ the approval options */
+
+static int need_request(struct cli_run_args *a)
+{
+	if (a->approval_req)
+		return 0;
+	if (ward_approval_request_new(&a->approval_req) < 0) {
+		cli_errorf("out of memory");
+		return -1;
+	}
+	return 0;
+}
+
+static int parse_granular(struct cli_run_args *a, const char *verb, const char *arg)
+{
+	_cleanup_free_ char *copy = strdup(arg);
+	char *save = NULL;
+
+	if (!copy) {
+		cli_errorf("out of memory");
+		return -1;
+	}
+	a->have_granular = true;
+	a->granular = (struct ward_approval_granular){0};
+	for (char *t = strtok_r(copy, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+		if (strcmp(t, "sandbox_approval") == 0 || strcmp(t, "sandbox") == 0)
+			a->granular.sandbox_approval = true;
+		else if (strcmp(t, "rules") == 0)
+			a->granular.rules = true;
+		else if (strcmp(t, "skill_approval") == 0)
+			a->granular.skill_approval = true;
+		else if (strcmp(t, "request_permissions") == 0)
+			a->granular.request_permissions = true;
+		else if (strcmp(t, "mcp_elicitations") == 0)
+			a->granular.mcp_elicitations = true;
+		else if (strcmp(t, "none") != 0) {
+			cli_errorf(
+				"%s: --granular '%s': expected a comma-separated list of sandbox_approval, rules, skill_approval, request_permissions, mcp_elicitations, or none",
+				verb, arg);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+int cli_approval_option(struct cli_run_args *a, const char *verb, const char *name,
+			const char *arg)
+{
+	enum ward_sandbox_permissions sp;
+	int r;
+
+	a->approvals = true;
+	if (strcmp(name, "ask-for-approval") == 0) {
+		if (ward_approval_mode_from_string(arg, &a->approval_mode) < 0) {
+			cli_errorf(
+				"%s: --ask-for-approval '%s': expected untrusted, on-request, never or granular",
+				verb, arg);
+			return -1;
+		}
+		return 0;
+	}
+	if (strcmp(name, "granular") == 0)
+		return parse_granular(a, verb, arg);
+	if (strcmp(name, "rules") == 0) {
+		if (a->n_rules_files >= ELEMENTSOF(a->rules_files)) {
+			cli_errorf("%s: --rules: at most %zu files", verb, ELEMENTSOF(a->rules_files));
+			return -1;
+		}
+		a->rules_files[a->n_rules_files++] = arg;
+		return 0;
+	}
+	if (strcmp(name, "codex-rules") == 0) {
+		a->codex_rules = true;
+		return 0;
+	}
+	if (strcmp(name, "prefix-rule") == 0) {
+		if (a->n_prefix_rule + 1 >= ELEMENTSOF(a->prefix_rule)) {
+			cli_errorf("%s: --prefix-rule: at most %zu words", verb,
+				   ELEMENTSOF(a->prefix_rule) - 1);
+			return -1;
+		}
+		a->prefix_rule[a->n_prefix_rule++] = arg;
+		a->prefix_rule[a->n_prefix_rule] = NULL;
+		return need_request(a);
+	}
+	if (need_request(a) < 0)
+		return -1;
+	if (strcmp(name, "sandbox-permissions") == 0) {
+		if (ward_sandbox_permissions_from_string(arg, &sp) < 0) {
+			cli_errorf(
+				"%s: --sandbox-permissions '%s': expected use-default, require-escalated or with-additional-permissions",
+				verb, arg);
+			return -1;
+		}
+		r = ward_approval_request_set_sandbox_permissions(a->approval_req, sp);
+	} else if (strcmp(name, "justification") == 0) {
+		r = ward_approval_request_set_justification(a->approval_req, arg);
+	} else if (strcmp(name, "additional-writable") == 0) {
+		r = ward_approval_request_add_writable(a->approval_req, arg);
+	} else {
+		r = ward_approval_request_set_network(a->approval_req, true);
+	}
+	if (r < 0) {
+		cli_errorf("%s: --%s '%s': %s", verb, name, arg ? arg : "", strerror(-r));
+		return -1;
+	}
+	return 0;
 }

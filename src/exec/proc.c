@@ -295,7 +295,11 @@ static void flush_stdin(struct ward__proc *p)
 		p->inq_off += (size_t)w;
 	}
 	if (p->inq_off == p->inq.len) {
-		ward__buf_clear(&p->inq);
+		/* A large write's storage goes back once written: idle sessions hold nothing. */
+		if (p->inq.alloc > ((size_t)64 << 10))
+			ward__buf_release(&p->inq);
+		else
+			ward__buf_clear(&p->inq);
 		p->inq_off = 0;
 		if (p->stdin_close_pending && !p->tty)
 			close_stdin_now(p);
@@ -431,6 +435,7 @@ int ward__proc_start(struct ward__loop *l, const struct ward__proc_spec *spec,
 	so.policy = spec->policy;
 	so.argv = spec->argv;
 	so.exec_path = spec->exec_path;
+	so.cwd = spec->cwd;
 	so.envp = spec->envp;
 	so.observe_fs = !spec->no_observe_fs;
 	so.quiet_fallback = true;
@@ -598,6 +603,11 @@ void ward__proc_close_stdin(struct ward__proc *p)
 bool ward__proc_stdin_open(const struct ward__proc *p)
 {
 	return p->stdin_open && !p->stdin_close_pending;
+}
+
+size_t ward__proc_stdin_queued(const struct ward__proc *p)
+{
+	return p->inq.len - p->inq_off;
 }
 
 int ward__proc_signal(struct ward__proc *p, int sig)

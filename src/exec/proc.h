@@ -47,6 +47,7 @@ struct ward__proc_spec {
 	const struct ward_policy *policy;
 	char *const *argv; /* copied by the spawn (the child's memory is a copy) */
 	const char *exec_path; /* the program when it is not argv[0] (argv[0] is then its arg0) */
+	const char *cwd; /* the command's directory when not the policy's cwd (not a writable root) */
 	char *const *envp; /* NULL: the caller's environ */
 	bool tty; /* one pty for stdin, stdout and stderr */
 	unsigned short rows, cols; /* the pty's size; 0: 24x80 */
@@ -78,6 +79,8 @@ WARD_INTERNAL int ward__proc_write(struct ward__proc *p, const void *data, size_
 /* Closes stdin once the queue is written (EOF for the command). */
 WARD_INTERNAL void ward__proc_close_stdin(struct ward__proc *p);
 WARD_INTERNAL bool ward__proc_stdin_open(const struct ward__proc *p);
+/* Bytes queued for stdin and not yet written. */
+WARD_INTERNAL size_t ward__proc_stdin_queued(const struct ward__proc *p);
 /* Sends sig to the command's process group (through the sandbox's init). */
 WARD_INTERNAL int ward__proc_signal(struct ward__proc *p, int sig);
 /* Sets the pty's window size (the command gets SIGWINCH). -ENOTTY without a tty. */

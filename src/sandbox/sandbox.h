@@ -310,6 +310,11 @@ struct ward__spawn_opts {
 	char *const *argv;
 	/* The program to execute (looked up in PATH), when not argv[0] (an arg0 of its own). */
 	const char *exec_path;
+	/*
+	 * The directory the command starts in, when not the policy's cwd: only
+	 * the command's, never a writable root (an agent picks it, not the policy).
+	 */
+	const char *cwd;
 	char *const *envp; /* NULL: the caller's environ */
 	int stdio[3]; /* fds that become 0, 1, 2 in the command; -1: inherit the same fd */
 	int tty_fd; /* a pty slave to make the controlling terminal, or -1 */

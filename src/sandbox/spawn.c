@@ -250,9 +250,9 @@ _noreturn_ static void child_main(const struct ward__spawn_opts *opts, int repor
 
 		ward__report(report_fd, WARD_MSG_READY, &m, sizeof(m));
 	}
-	if (chdir(p->resolved_cwd) < 0) {
+	if (chdir(o->cwd ? o->cwd : p->resolved_cwd) < 0) {
 		ward__error(&e, -errno, "spawn", "cannot enter the working directory '%s': %m",
-			    p->resolved_cwd);
+			    o->cwd ? o->cwd : p->resolved_cwd);
 		child_fail(report_fd, &e);
 	}
 	if (landlock_abi > 0 && p->mode != WARD_MODE_DANGER_FULL_ACCESS) {

@@ -42,8 +42,9 @@ int ward__arg_int(const json_t *args, const char *name, int64_t lo, int64_t hi, 
 		return 0;
 	if (json_is_integer(v)) {
 		n = json_integer_value(v);
-	} else if (json_is_real(v) && json_real_value(v) == (double)(int64_t)json_real_value(v) &&
-		   json_real_value(v) >= -9e15 && json_real_value(v) <= 9e15) {
+	} else if (json_is_real(v) && json_real_value(v) >= -9e15 && json_real_value(v) <= 9e15 &&
+		   json_real_value(v) == (double)(int64_t)json_real_value(v)) {
+		/* The range first: converting a double out of int64_t's range is undefined. */
 		n = (int64_t)json_real_value(v);
 	} else if (json_is_string(v)) {
 		uint64_t u;

@@ -27,6 +27,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/random.h>
 #include <unistd.h>
 
@@ -910,18 +911,28 @@ static int build_env(struct ward__xserver *s, json_t *params, const struct ward_
 	return 0;
 }
 
-/* The process's policy: the server's, or the request's sandbox, at the request's cwd. */
+/*
+ * The process's policy: the server's (its workspace stays the server's: the
+ * process's cwd is only where it starts), or the request's own (a sandbox
+ * object or wardPolicy), whose workspace is the sandbox's cwd, else the
+ * process's (as Codex).
+ */
 static int build_policy(struct ward__xserver *s, json_t *params, const char *cwd,
 			struct ward_policy **ret, bool *ret_sandboxed, struct ward_error *e)
 {
 	json_t *sb = json_object_get(params, "sandbox");
 	json_t *own = json_object_get(params, "wardPolicy");
+	const char *scwd = json_string_value(json_object_get(sb, "cwd"));
+	_cleanup_free_ char *sandbox_cwd = NULL;
 	struct ward_policy *p = NULL;
 	int r;
 
+	/* :project_roots: the sandbox's cwd (or the process's), then the workspace roots. */
+	if (scwd && ward__path_or_file_uri(scwd, &sandbox_cwd) < 0)
+		return ward__error(e, -EINVAL, "policy", "sandbox.cwd must be an absolute file: URI");
 	r = ward_policy_copy(s->policy, &p);
-	if (r >= 0)
-		r = ward_policy_set_cwd(p, cwd);
+	if (r >= 0 && ((own && !json_is_null(own)) || (sb && !json_is_null(sb))))
+		r = ward_policy_set_cwd(p, sandbox_cwd ? sandbox_cwd : cwd);
 	if (r < 0) {
 		ward_policy_free(p);
 		return ward__error(e, r, "policy", "cannot set up the policy: %m");
@@ -934,8 +945,6 @@ static int build_policy(struct ward__xserver *s, json_t *params, const char *cwd
 	} else if (sb && !json_is_null(sb)) {
 		json_t *perm = json_object_get(sb, "permissions");
 		json_t *roots = json_object_get(sb, "workspaceRoots");
-		const char *scwd = json_string_value(json_object_get(sb, "cwd"));
-		_cleanup_free_ char *sandbox_cwd = NULL;
 		char *rootv[65] = {0};
 		size_t n = 0, i;
 		json_t *v;
@@ -945,12 +954,6 @@ static int build_policy(struct ward__xserver *s, json_t *params, const char *cwd
 			return ward__error(
 				e, -EINVAL, "policy",
 				"sandbox.permissions must be a permission profile object");
-		}
-		/* :project_roots: the sandbox's cwd (or the process's), then the workspace roots. */
-		if (scwd && ward__path_or_file_uri(scwd, &sandbox_cwd) < 0) {
-			ward_policy_free(p);
-			return ward__error(e, -EINVAL, "policy",
-					   "sandbox.cwd must be an absolute file: URI");
 		}
 		rootv[n++] = sandbox_cwd ? sandbox_cwd : (char *)cwd;
 		r = 0;
@@ -1032,6 +1035,7 @@ static void handle_start(struct xconn *x, const struct ward__rpc_msg *m)
 	_cleanup_strv_free_ char **argv = NULL, **envp = NULL;
 	_cleanup_free_ char *exec_path = NULL;
 	struct ward__proc_spec spec = {0};
+	struct stat st = {0};
 	struct ward_error e = {0};
 	struct xproc *p;
 	int64_t timeout = 0, rows = 0, cols = 0;
@@ -1078,6 +1082,13 @@ static void handle_start(struct xconn *x, const struct ward__rpc_msg *m)
 			reply_error(x, &m->id, WARD_RPC_INTERNAL_ERROR, "out of memory");
 			return;
 		}
+	}
+	/* As Codex: a cwd that is not a directory fails the start (an internal error there). */
+	if (stat(cwd, &st) < 0 || !S_ISDIR(st.st_mode)) {
+		int why_errno = stat(cwd, &st) < 0 ? errno : ENOTDIR;
+
+		reply_error(x, &m->id, WARD_RPC_INTERNAL_ERROR, "cwd %s: %s", cwd, strerror(why_errno));
+		return;
 	}
 	if (managed ||
 	    (json_object_get(params, "managedNetwork") &&
@@ -1139,6 +1150,7 @@ static void handle_start(struct xconn *x, const struct ward__rpc_msg *m)
 	}
 	spec.policy = p->policy;
 	spec.argv = argv;
+	spec.cwd = cwd;
 	spec.envp = envp;
 	spec.tty = tty;
 	spec.rows = (unsigned short)rows;

@@ -37,6 +37,13 @@ struct ward__lineconn {
 	bool paused_by_owner;
 	bool paused_by_queue;
 	bool input_done;
+	bool in_parked; /* the input fd left the loop: its peer hung up while input was paused */
+	/*
+	 * A regular file (or /dev/null) cannot be in epoll: input from one is
+	 * read from a timer, output to one written at once (it never blocks).
+	 */
+	bool in_file, out_file;
+	uint64_t in_timer;
 	bool output_dead;
 	bool drain_pending; /* the queue drained: tell the owner from the event handler */
 	unsigned depth;
@@ -68,10 +75,28 @@ static void set_interest(struct ward__lineconn *c, uint64_t io, uint32_t *cur, u
 		*cur = ev;
 }
 
+static void on_io(struct ward__loop *l, int fd, uint32_t events, void *userdata);
+static void on_file_input(struct ward__loop *l, void *userdata);
+
 static void update_interest(struct ward__lineconn *c)
 {
 	uint32_t in = input_wanted(c) ? EPOLLIN : 0;
 	uint32_t out = !c->output_dead && c->out.len > c->out_off ? EPOLLOUT : 0;
+
+	if (c->in_file) {
+		if (in && !c->in_timer)
+			ward__loop_add_timer(c->loop, 0, on_file_input, c, &c->in_timer);
+		else if (!in && c->in_timer) {
+			ward__loop_del_timer(c->loop, c->in_timer);
+			c->in_timer = 0;
+		}
+	}
+	/* Wanted again after a hang-up: back in the loop, which reports the rest and the end. */
+	if (c->in_parked && in &&
+	    ward__loop_add_io(c->loop, c->in_fd, EPOLLIN, on_io, c, &c->in_io) >= 0) {
+		c->in_parked = false;
+		c->in_events = EPOLLIN;
+	}
 
 	if (c->same_fd) {
 		set_interest(c, c->in_io, &c->in_events, in | out);
@@ -198,6 +223,20 @@ static void read_in(struct ward__lineconn *c)
 	frame(c);
 }
 
+/* Input from a file: a chunk per loop turn, so that answers and other work interleave. */
+static void on_file_input(struct ward__loop *l, void *userdata)
+{
+	struct ward__lineconn *c = userdata;
+
+	c->in_timer = 0;
+	c->depth++;
+	if (input_wanted(c))
+		read_in(c);
+	if (!c->dead)
+		update_interest(c);
+	leave(c);
+}
+
 static void on_io(struct ward__loop *l, int fd, uint32_t events, void *userdata)
 {
 	struct ward__lineconn *c = userdata;
@@ -220,10 +259,14 @@ static void on_io(struct ward__loop *l, int fd, uint32_t events, void *userdata)
 	else if (!c->dead && fd == c->in_fd && (events & (EPOLLHUP | EPOLLERR)) && !c->same_fd &&
 		 !input_wanted(c) && !c->input_done) {
 		/*
-		 * Paused with the peer gone: stop watching until resumed (level-
-		 * triggered HUP would otherwise spin).
+		 * Paused with the peer gone: the kernel reports a hang-up whatever
+		 * the interest, so the fd leaves the loop until input is wanted
+		 * again (what is still in the pipe is read then).
 		 */
-		ward__loop_mod_io(c->loop, c->in_io, 0);
+		ward__loop_del_io(c->loop, c->in_io);
+		c->in_io = 0;
+		c->in_events = 0;
+		c->in_parked = true;
 	}
 	leave(c);
 }
@@ -264,11 +307,21 @@ int ward__lineconn_new(struct ward__loop *l, int in_fd, int out_fd, bool own_fds
 	ward__fd_nonblock(in_fd, true);
 	ward__fd_nonblock(out_fd, true);
 	r = ward__loop_add_io(l, in_fd, EPOLLIN, on_io, c, &c->in_io);
+	if (r == -EPERM && !c->same_fd) {
+		c->in_file = true;
+		r = ward__loop_add_timer(l, 0, on_file_input, c, &c->in_timer);
+	} else if (r >= 0) {
+		c->in_events = EPOLLIN;
+	}
 	if (r < 0)
 		goto fail;
-	c->in_events = EPOLLIN;
 	if (!c->same_fd) {
 		r = ward__loop_add_io(l, out_fd, 0, on_io, c, &c->out_io);
+		if (r == -EPERM) {
+			c->out_file = true;
+			c->out_io = 0;
+			r = 0;
+		}
 		if (r < 0)
 			goto fail;
 	}
@@ -281,6 +334,7 @@ fail:
 
 static void lineconn_destroy(struct ward__lineconn *c)
 {
+	ward__loop_del_timer(c->loop, c->in_timer);
 	ward__loop_del_io(c->loop, c->in_io);
 	ward__loop_del_io(c->loop, c->out_io);
 	if (c->own_fds) {

@@ -62,7 +62,8 @@ struct mcp {
 	bool structured; /* the negotiated revision has structuredContent and outputSchema */
 	struct pending *pending;
 	size_t n_pending;
-	bool draining; /* the input ended: answer what is in flight, then stop */
+	bool draining; /* the input ended or a signal came: answer what is in flight, then stop */
+	bool killing; /* draining, the grace is over: every session was killed */
 	bool shutting_down;
 	uint64_t drain_timer;
 };
@@ -179,11 +180,14 @@ static void add_until_props(json_t *props)
 			    prop("string",
 				 "Return as soon as the output of this call contains this text "
 				 "(a prompt such as \">>> \", or \"Listening on\") instead of "
-				 "waiting out yield_time_ms, which stays the longest wait."));
+				 "waiting out yield_time_ms, which stays the longest wait. On a "
+				 "poll (empty chars), output already waiting counts; after chars "
+				 "are typed, only what comes after them."));
 	json_object_set_new(props, "until_any_output",
 			    prop("boolean",
-				 "Return as soon as any output arrives (yield_time_ms "
-				 "stays the longest wait)."));
+				 "Return as soon as any output is there (on a poll, output "
+				 "already waiting counts; yield_time_ms stays the longest "
+				 "wait)."));
 }
 
 static json_t *reply_output_schema(void)
@@ -218,9 +222,9 @@ static json_t *tools_list(struct mcp *m)
 	json_object_set_new(
 		props, "workdir",
 		prop("string",
-		     "Working directory of the command (absolute, or relative to the server's). "
-		     "It is the writable workspace of the command's sandbox. Default: the "
-		     "server's working directory."));
+		     "Working directory of the command (absolute, or relative to the server's "
+		     "workspace). It only sets where the command starts: what it may write "
+		     "stays the server's workspace. Default: the workspace."));
 	json_object_set_new(
 		props, "tty",
 		prop("boolean",
@@ -249,7 +253,7 @@ static json_t *tools_list(struct mcp *m)
 		"Run a command in a sandbox", "description",
 		"Runs a shell command inside an operating-system sandbox and returns what it "
 		"printed. Each call gets a fresh sandbox: the command can write only inside "
-		"workdir (and /tmp), .git/hooks, .git/config and agent configuration stay "
+		"the server's workspace (and /tmp), .git/hooks, .git/config and agent configuration stay "
 		"read-only, and the network is unreachable unless the server allows it "
 		"(loopback works). If the command finishes within yield_time_ms you get its "
 		"exit code and output. If it is still running you get a session_id instead: "
@@ -513,7 +517,7 @@ static void handle_tools_call(struct mcp *m, const struct ward__rpc_msg *msg)
 	json_t *empty = NULL;
 	struct pending *p;
 	enum tool tool;
-	json_t *res;
+	json_t *res, *tok;
 	const char *n;
 
 	if (!params || !json_is_object(params) || !json_is_string(name)) {
@@ -547,7 +551,21 @@ static void handle_tools_call(struct mcp *m, const struct ward__rpc_msg *msg)
 		json_decref(empty);
 		return;
 	}
-	if (m->n_pending >= WARD_MCP_MAX_IN_FLIGHT) {
+	tok = json_object_get(json_object_get(params, "_meta"), "progressToken");
+	if (tok && json_is_string(tok) && json_string_length(tok) > WARD_MCP_MAX_PROGRESS_TOKEN) {
+		json_decref(empty);
+		send_error(m, &msg->id, WARD_RPC_INVALID_PARAMS,
+			   "_meta.progressToken is longer than 1024 bytes");
+		return;
+	}
+	if (m->draining) {
+		json_decref(empty);
+		send_result(m, &msg->id, tool_error(m, "ward is shutting down"));
+		return;
+	}
+	/* Calls the session layer still holds count too (a cancelled kill until it ends). */
+	if (m->n_pending >= WARD_MCP_MAX_IN_FLIGHT ||
+	    ward__sessions_calls_in_flight(m->sessions) >= WARD_MCP_MAX_IN_FLIGHT) {
 		json_decref(empty);
 		send_result(m, &msg->id,
 			    tool_error(m,
@@ -605,7 +623,7 @@ static void handle_initialize(struct mcp *m, const struct ward__rpc_msg *msg)
 		"capabilities", "tools", "listChanged", 0, "serverInfo", "name", "ward", "title",
 		"ward: sandboxed command execution", "version", WARD_VERSION, "instructions",
 		"Run shell commands with exec_command: each runs in a fresh sandbox that can "
-		"write only in its workdir and /tmp and cannot reach the network unless allowed. "
+		"write only in the workspace and /tmp and cannot reach the network unless allowed. "
 		"Long-running or interactive commands return a session_id; continue them with "
 		"write_stdin (empty chars to wait for more output, \"\\u0003\" to interrupt) and "
 		"end them with kill_session. A result's denials list says exactly what the "
@@ -720,24 +738,56 @@ static void on_drain_timeout(struct ward__loop *l, void *userdata)
 	begin_shutdown(m);
 }
 
+/* The grace calls in flight get to finish on their own, then the last wait for the killed. */
+#define WARD_MCP_GRACE_NS (3000ULL * 1000000)
+#define WARD_MCP_LAST_WAIT_NS (2000ULL * 1000000)
+
 /*
- * The client closed our stdin: that is MCP's way to shut a stdio server
- * down. Every session is killed now; calls still waiting get what their
- * command printed (a client that half-closed still reads them), then ward
- * exits.
+ * Ending: calls in flight may finish on their own for a grace (a scripted
+ * client that sent its calls and closed stdin gets their results), then
+ * every session is killed and what is still waiting gets what its command
+ * printed; ward exits once nothing is in flight.
  */
-static void on_input_closed(struct ward__lineconn *c, int error, void *userdata)
+static void on_grace_over(struct ward__loop *l, void *userdata)
 {
 	struct mcp *m = userdata;
 
-	m->draining = true;
+	m->drain_timer = 0;
+	m->killing = true;
 	ward__sessions_terminate_all(m->sessions);
+	ward__loop_add_timer(m->loop, ward__now_ns() + WARD_MCP_LAST_WAIT_NS, on_drain_timeout, m,
+			     &m->drain_timer);
+}
+
+static void begin_drain(struct mcp *m, uint64_t grace_ns)
+{
+	if (m->draining) {
+		/* A signal while ending: no more grace; a second one: no more waiting. */
+		if (grace_ns == 0 && m->killing) {
+			begin_shutdown(m);
+		} else if (grace_ns == 0) {
+			ward__loop_del_timer(m->loop, m->drain_timer);
+			m->drain_timer = 0;
+			on_grace_over(m->loop, m);
+		}
+		return;
+	}
+	m->draining = true;
 	if (m->n_pending == 0) {
 		begin_shutdown(m);
 		return;
 	}
-	ward__loop_add_timer(m->loop, ward__now_ns() + 3000000000ULL, on_drain_timeout, m,
-			     &m->drain_timer);
+	if (grace_ns == 0)
+		on_grace_over(m->loop, m);
+	else
+		ward__loop_add_timer(m->loop, ward__now_ns() + grace_ns, on_grace_over, m,
+				     &m->drain_timer);
+}
+
+/* The client closed our stdin: that is MCP's way to shut a stdio server down. */
+static void on_input_closed(struct ward__lineconn *c, int error, void *userdata)
+{
+	begin_drain(userdata, WARD_MCP_GRACE_NS);
 }
 
 static void on_output_failed(struct ward__lineconn *c, int error, void *userdata)
@@ -746,9 +796,10 @@ static void on_output_failed(struct ward__lineconn *c, int error, void *userdata
 	begin_shutdown(userdata);
 }
 
+/* A signal ends at once: every session is killed, the calls waiting get what was printed. */
 static void on_signal(struct ward__loop *l, const struct signalfd_siginfo *si, void *userdata)
 {
-	begin_shutdown(userdata);
+	begin_drain(userdata, 0);
 }
 
 int ward__mcp_serve(const struct ward__mcp_config *cfg, int in_fd, int out_fd,

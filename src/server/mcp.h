@@ -19,6 +19,7 @@
 #define WARD_MCP_MAX_QUEUE ((size_t)64 << 20) /* bytes of replies waiting for the client */
 #define WARD_MCP_HIGH_WATER ((size_t)8 << 20) /* stop reading requests above this */
 #define WARD_MCP_MAX_IN_FLIGHT 256 /* tool calls waiting for their result */
+#define WARD_MCP_MAX_PROGRESS_TOKEN 1024 /* bytes of a string progressToken (as ids) */
 
 struct ward__mcp_config {
 	const struct ward_policy *policy; /* the template of every command's sandbox */

@@ -52,6 +52,7 @@ struct call {
 	char *until; /* end the call once the output since its start contains this */
 	size_t until_len;
 	bool until_any_output;
+	bool until_met_at_begin; /* the output waiting when the call began met until */
 	/* The last until_len - 1 bytes seen, so that a match split across reads is found. */
 	char *window;
 	size_t window_len;
@@ -75,6 +76,8 @@ struct session {
 	bool exited;
 	bool closed;
 	bool killed;
+	bool fallback_noted; /* the missing isolation was told (once per session) */
+	bool paused; /* output not read: the store's byte budget is spent */
 	char *command;
 	char *workdir;
 	time_t started;
@@ -88,7 +91,7 @@ struct session {
 struct ward__sessions {
 	struct ward__loop *loop;
 	struct ward_policy *policy;
-	struct ward_run_options *env_opts;
+	struct ward_run_options *env_opts, *env_opts_pipes; /* tty, pipes */
 	char **envp_pipes, **envp_tty;
 	char *cwd;
 	char *shell;
@@ -101,6 +104,8 @@ struct ward__sessions {
 	size_t n_calls;
 	uint64_t next_call_id;
 	uint64_t use_clock;
+	size_t held; /* bytes of unread output in every session's capture */
+	size_t n_paused;
 };
 
 #define ID_SLOTS (WARD_SESSION_ID_MAX - WARD_SESSION_ID_MIN + 1)
@@ -320,6 +325,7 @@ static void touch(struct session *se)
 static void call_finish(struct call *c, struct ward__session_reply *reply);
 static void call_begin(struct call *c);
 static void begin_next(struct session *se);
+static void out_release(struct session *se);
 
 static void session_unlink(struct session *se)
 {
@@ -373,6 +379,8 @@ static void finish_kill_call(struct session *se)
 /* Removes a session: its processes die; calls still waiting on it get why as an error. */
 static void session_free(struct session *se, const char *why)
 {
+	struct ward__sessions *s = se->store;
+
 	session_unlink(se);
 	while (se->queue_head) {
 		struct call *c = se->queue_head;
@@ -391,8 +399,12 @@ static void session_free(struct session *se, const char *why)
 		call_finish(c, error_reply(NULL, why));
 	}
 	finish_kill_call(se);
+	if (se->paused) {
+		se->paused = false;
+		s->n_paused--;
+	}
 	ward__proc_free(se->proc);
-	ward__capture_release(&se->out);
+	out_release(se);
 	ward_policy_free(se->policy);
 	free(se->command);
 	free(se->workdir);
@@ -429,13 +441,61 @@ static bool until_met(struct call *c, const uint8_t *data, size_t len)
 	return found;
 }
 
+/* Resumes reading a session paused for the budget. */
+static void session_resume(struct session *se)
+{
+	if (!se->paused)
+		return;
+	se->paused = false;
+	se->store->n_paused--;
+	ward__proc_pause_output(se->proc, false);
+}
+
+/* Once half the budget is free again, every paused session is read again. */
+static void budget_check(struct ward__sessions *s)
+{
+	if (s->n_paused == 0 || s->held > WARD_SESSIONS_BYTES_BUDGET / 2)
+		return;
+	for (struct session *se = s->head; se && s->n_paused > 0; se = se->next)
+		session_resume(se);
+}
+
+/* Takes the session's unread output (the capture is empty after). */
+static int out_take(struct session *se, uint8_t **ret, size_t *ret_len, uint64_t *ret_omitted)
+{
+	size_t before = se->out.buf.len;
+	int r = ward__capture_finish(&se->out, ret, ret_len, ret_omitted);
+
+	if (r >= 0) {
+		se->store->held -= before;
+		budget_check(se->store);
+	}
+	return r;
+}
+
+static void out_release(struct session *se)
+{
+	se->store->held -= se->out.buf.len;
+	ward__capture_release(&se->out);
+	budget_check(se->store);
+}
+
 static void on_output(struct ward__proc *p, enum ward__proc_stream stream, const uint8_t *data,
 		      size_t len, void *userdata)
 {
 	struct session *se = userdata;
+	struct ward__sessions *s = se->store;
+	size_t before = se->out.buf.len;
 
 	/* Only -ENOMEM can fail here; the bytes are then lost, the session goes on. */
 	ward__capture_append(&se->out, data, len);
+	s->held += se->out.buf.len - before;
+	/* Over the budget, a session nobody is waiting on stops being read. */
+	if (s->held > WARD_SESSIONS_BYTES_BUDGET && !se->active && !se->paused) {
+		se->paused = true;
+		s->n_paused++;
+		ward__proc_pause_output(se->proc, true);
+	}
 	/* Answered at once: the proc tolerates its owner completing (even freeing) in a callback. */
 	if (se->active && until_met(se->active, data, len))
 		call_complete(se->active);
@@ -572,7 +632,8 @@ static char *note_for(struct session *se)
 			note = NULL;
 		return note;
 	}
-	if (!sb->isolated && sb->fallback_missing[0] && se->denials_reported == 0) {
+	if (!sb->isolated && sb->fallback_missing[0] && !se->fallback_noted) {
+		se->fallback_noted = true;
 		if (asprintf(&note, "running without namespaces; not guaranteed here: %s",
 			     sb->fallback_missing) < 0)
 			note = NULL;
@@ -588,7 +649,7 @@ static void call_complete(struct call *c)
 	struct ward__session_reply *r = calloc(1, sizeof(*r));
 	_cleanup_free_ uint8_t *raw = NULL;
 	size_t raw_len = 0;
-	uint64_t total = se->out.total;
+	uint64_t total = se->out.total, omitted = 0;
 	bool ends;
 
 	se->active = NULL;
@@ -601,15 +662,18 @@ static void call_complete(struct call *c)
 		r->exit_code = se->exited ? ward__proc_exit_code(se->proc) : 0;
 		r->killed = se->killed;
 		r->original_token_count = (total + 3) / 4;
-		if (ward__capture_finish(&se->out, &raw, &raw_len, NULL) < 0) {
+		if (out_take(se, &raw, &raw_len, &omitted) < 0) {
 			raw = NULL;
 			raw_len = 0;
 		}
 		r->output = ward__truncate_tokens(raw ? (const char *)raw : "", raw_len,
 						  (uint64_t)c->max_tokens, &r->output_len,
 						  &r->truncated);
-		take_denials(se, r);
+		/* Bytes the 1 MiB head+tail dropped are truncation too. */
+		if (omitted > 0)
+			r->truncated = true;
 		r->note = note_for(se);
+		take_denials(se, r);
 		if (!r->output) {
 			ward__session_reply_free(r);
 			r = NULL;
@@ -634,10 +698,20 @@ static void call_complete(struct call *c)
 	(void)s;
 }
 
-/* The next call waiting on the session, if any, becomes the active one. */
+/*
+ * The next call becomes the active one: a kill_session that waited for the
+ * call in flight first (it reports the end), else the next one queued.
+ */
 static void begin_next(struct session *se)
 {
 	struct call *n = se->queue_head;
+
+	if (se->kill_call) {
+		n = se->kill_call;
+		se->kill_call = NULL;
+		call_begin(n);
+		return;
+	}
 
 	if (!n)
 		return;
@@ -700,7 +774,32 @@ static void on_kick(struct ward__loop *l, void *userdata)
 	struct call *c = userdata;
 
 	c->kick_timer = 0;
+	if (c->until_met_at_begin) {
+		call_complete(c);
+		return;
+	}
 	check_call(c);
+}
+
+/*
+ * Whether the output already waiting meets the call's `until` (fed through
+ * until_met in the order it came: the head, then the tail ring oldest first).
+ */
+static bool until_met_waiting(struct call *c, const struct ward__capture *o)
+{
+	const uint8_t *d = o->buf.data;
+	size_t head = MIN(o->buf.len, o->head_cap);
+
+	if (o->total == 0 || (!c->until && !c->until_any_output))
+		return false;
+	if (until_met(c, d, head))
+		return true;
+	if (o->buf.len <= o->head_cap)
+		return false;
+	if (o->ring_pos == 0)
+		return until_met(c, d + o->head_cap, o->buf.len - o->head_cap);
+	return until_met(c, d + o->head_cap + o->ring_pos, o->tail_cap - o->ring_pos) ||
+	       until_met(c, d + o->head_cap, o->ring_pos);
 }
 
 /* The call becomes the session's active one: deliver its input, arm its window. */
@@ -708,10 +807,17 @@ static void call_begin(struct call *c)
 {
 	struct session *se = c->sess;
 	struct ward__sessions *s = se->store;
+	bool met;
 
 	se->active = c;
 	c->started = true;
+	/* A call's window opens when its turn comes (an exec's at its spawn). */
+	if (c->kind != CALL_EXEC)
+		c->start_ns = ward__now_ns();
 	touch(se);
+	session_resume(se);
+	/* What waits already answers an exec or a poll; after typed input, only what follows. */
+	met = !(c->kind == CALL_WRITE && c->len > 0) && until_met_waiting(c, &se->out);
 	if (c->kind == CALL_WRITE && c->len > 0) {
 		if (se->tty) {
 			int r = ward__proc_write(se->proc, c->chars, c->len);
@@ -741,7 +847,8 @@ static void call_begin(struct call *c)
 		ward__loop_add_timer(s->loop, ward__now_ns() + c->progress_interval_ms * 1000000,
 				     on_progress, c, &c->progress_timer);
 	/* Never complete from within the call that began it: look from the loop. */
-	if (se->exited || se->closed)
+	c->until_met_at_begin = met;
+	if (se->exited || se->closed || met)
 		ward__loop_add_timer(s->loop, 0, on_kick, c, &c->kick_timer);
 }
 
@@ -980,7 +1087,7 @@ int ward__sessions_new(struct ward__loop *l, const struct ward__sessions_config 
 		if (tty)
 			s->env_opts = eo;
 		else
-			ward_run_options_free(eo);
+			s->env_opts_pipes = eo;
 		eo = NULL;
 	}
 	*ret = s;
@@ -1004,6 +1111,7 @@ void ward__sessions_free(struct ward__sessions *s)
 		call_free(s, s->calls);
 	ward_policy_free(s->policy);
 	ward_run_options_free(s->env_opts);
+	ward_run_options_free(s->env_opts_pipes);
 	strv_freep(&s->envp_pipes);
 	strv_freep(&s->envp_tty);
 	free(s->by_id);
@@ -1014,11 +1122,65 @@ void ward__sessions_free(struct ward__sessions *s)
 
 /* ------------------------------------------------------------ the calls */
 
-static int start_session(struct ward__sessions *s, const struct ward__exec_args *a,
-			 struct session **ret, struct ward_error *err)
+/*
+ * The environment with PWD naming dir, when the environment carries PWD (it
+ * names the policy's cwd there): NULL with *ret untouched when there is none.
+ */
+static int env_with_pwd(char *const *envp, const char *dir, char ***ret)
 {
-	_cleanup_strv_free_ char **unsandboxed_env = NULL;
-	_cleanup_free_ char *workdir = NULL;
+	size_t n = 0, at = SIZE_MAX;
+	char **v;
+
+	for (; envp && envp[n]; n++)
+		if (strncmp(envp[n], "PWD=", 4) == 0)
+			at = n;
+	if (at == SIZE_MAX)
+		return 0;
+	v = calloc(n + 1, sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++) {
+		v[i] = i == at ? NULL : strdup(envp[i]);
+		if (i == at && asprintf(&v[i], "PWD=%s", dir) < 0)
+			v[i] = NULL;
+		if (!v[i]) {
+			strv_freep(&v);
+			return -ENOMEM;
+		}
+	}
+	*ret = v;
+	return 0;
+}
+
+/*
+ * The command's directory: workdir (relative to the store's cwd), which must
+ * be a directory. It is only where the command starts: the writable roots
+ * stay the store policy's, whatever directory the model names.
+ */
+static int resolve_workdir(struct ward__sessions *s, const char *workdir, char **ret,
+			   struct ward_error *err)
+{
+	_cleanup_free_ char *w = NULL;
+	struct stat st;
+
+	if (workdir && workdir[0])
+		w = workdir[0] == '/' ? strdup(workdir) : ward__path_join(s->cwd, workdir);
+	else
+		w = strdup(s->cwd);
+	if (!w)
+		return ward__error(err, -ENOMEM, "session", "out of memory");
+	if (stat(w, &st) < 0)
+		return ward__error(err, -errno, "session", "workdir '%s': %m", w);
+	if (!S_ISDIR(st.st_mode))
+		return ward__error(err, -ENOTDIR, "session", "workdir '%s' is not a directory", w);
+	*ret = TAKE_PTR(w);
+	return 0;
+}
+
+static int start_session(struct ward__sessions *s, const struct ward__exec_args *a,
+			 char *workdir, struct session **ret, struct ward_error *err)
+{
+	_cleanup_strv_free_ char **own_env = NULL;
 	struct ward__proc_spec spec = {0};
 	struct session *se;
 	const char *shell = a->shell && a->shell[0] ? a->shell : s->shell;
@@ -1026,19 +1188,6 @@ static int start_session(struct ward__sessions *s, const struct ward__exec_args 
 	char *argv[4];
 	int id, r;
 
-	if (a->workdir && a->workdir[0]) {
-		workdir = a->workdir[0] == '/' ? strdup(a->workdir)
-					       : ward__path_join(s->cwd, a->workdir);
-	} else {
-		workdir = strdup(s->cwd);
-	}
-	if (!workdir)
-		return ward__error(err, -ENOMEM, "session", "out of memory");
-	if (a->unsandboxed && s->policy->deny_read.n > 0)
-		return ward__error(
-			err, -EPERM, "session",
-			"cannot run outside the sandbox: the policy denies reads, which only "
-			"the sandbox enforces");
 	id = allocate_id(s);
 	if (id < 0)
 		return ward__error(err, id, "session", "no free session id");
@@ -1049,10 +1198,10 @@ static int start_session(struct ward__sessions *s, const struct ward__exec_args 
 	se->id = id;
 	se->tty = a->tty;
 	se->started = time(NULL);
+	se->workdir = workdir;
 	ward__capture_init(&se->out, WARD_SESSION_OUTPUT_MAX);
-	r = ward_policy_copy(s->policy, &se->policy);
-	if (r >= 0)
-		r = ward_policy_set_cwd(se->policy, workdir);
+	/* Resolved per session: what exists (a .git made since) is looked at anew. */
+	r = ward_policy_copy(a->policy ? a->policy : s->policy, &se->policy);
 	if (r >= 0 && a->unsandboxed)
 		r = ward_policy_set_mode(se->policy, WARD_MODE_DANGER_FULL_ACCESS);
 	if (r < 0) {
@@ -1074,7 +1223,6 @@ static int start_session(struct ward__sessions *s, const struct ward__exec_args 
 	if (r < 0)
 		goto fail;
 	se->command = strdup(a->cmd);
-	se->workdir = TAKE_PTR(workdir);
 	if (!se->command) {
 		r = ward__error(err, -ENOMEM, "session", "out of memory");
 		goto fail;
@@ -1085,15 +1233,29 @@ static int start_session(struct ward__sessions *s, const struct ward__exec_args 
 	argv[3] = NULL;
 	spec.policy = se->policy;
 	spec.argv = argv;
-	if (a->unsandboxed) {
-		r = ward__exec_env_build(s->env_opts, se->policy, &unsandboxed_env);
+	spec.cwd = se->workdir;
+	if (a->unsandboxed || a->policy) {
+		r = ward__exec_env_build(a->tty ? s->env_opts : s->env_opts_pipes, se->policy,
+					 &own_env);
 		if (r < 0) {
 			ward__error(err, r, "env", "cannot build the command's environment: %m");
 			goto fail;
 		}
-		spec.envp = unsandboxed_env;
-	} else {
-		spec.envp = a->tty ? s->envp_tty : s->envp_pipes;
+	}
+	spec.envp = own_env ? own_env : a->tty ? s->envp_tty : s->envp_pipes;
+	if (strcmp(se->workdir, se->policy->resolved_cwd) != 0) {
+		char **v = NULL;
+
+		r = env_with_pwd(spec.envp, se->workdir, &v);
+		if (r < 0) {
+			ward__error(err, r, "env", "cannot build the command's environment: %m");
+			goto fail;
+		}
+		if (v) {
+			strv_freep(&own_env);
+			own_env = v;
+			spec.envp = own_env;
+		}
 	}
 	spec.tty = a->tty;
 	spec.rows = a->rows;
@@ -1111,10 +1273,10 @@ static int start_session(struct ward__sessions *s, const struct ward__exec_args 
 	*ret = se;
 	return 0;
 fail:
+	se->workdir = NULL; /* the caller's still */
 	ward__capture_release(&se->out);
 	ward_policy_free(se->policy);
 	free(se->command);
-	free(se->workdir);
 	free(se);
 	return r;
 }
@@ -1123,8 +1285,10 @@ int ward__sessions_exec(struct ward__sessions *s, const struct ward__exec_args *
 			ward__session_done_fn done, void *userdata, uint64_t *ret_call,
 			struct ward_error *err)
 {
+	_cleanup_free_ char *workdir = NULL;
 	struct session *se = NULL;
 	struct call *c;
+	uint64_t t0;
 	int r;
 
 	if (!a || !a->cmd)
@@ -1132,23 +1296,38 @@ int ward__sessions_exec(struct ward__sessions *s, const struct ward__exec_args *
 	if (!a->cmd[0])
 		return ward__error(err, -EINVAL, "session", "cmd is empty");
 	if (strlen(a->cmd) > WARD_SESSION_CMD_MAX)
-		return ward__error(err, -E2BIG, "session", "cmd is longer than %zu bytes",
+		return ward__error(err, -E2BIG, "session",
+				   "cmd is longer than %zu bytes (the kernel's limit for one "
+				   "argument): write the script to a file and run that",
 				   WARD_SESSION_CMD_MAX);
 	if (a->shell && a->shell[0] && a->shell[0] != '/' && strchr(a->shell, '/'))
 		return ward__error(err, -EINVAL, "session",
 				   "shell '%s' must be an absolute path or a name in PATH",
 				   a->shell);
+	if (a->unsandboxed && (a->policy ? a->policy : s->policy)->deny_read.n > 0)
+		return ward__error(
+			err, -EPERM, "session",
+			"cannot run outside the sandbox: the policy denies reads, which only "
+			"the sandbox enforces");
+	r = resolve_workdir(s, a->workdir, &workdir, err);
+	if (r < 0)
+		return r;
+	/* Only a call that is going to start a session may end another one. */
 	r = prune(s, err);
 	if (r < 0)
 		return r;
-	r = start_session(s, a, &se, err);
+	t0 = ward__now_ns();
+	r = start_session(s, a, workdir, &se, err);
 	if (r < 0)
 		return r;
+	workdir = NULL;
 	c = call_new(s, CALL_EXEC, done, userdata);
 	if (!c) {
 		session_free(se, "out of memory");
 		return ward__error(err, -ENOMEM, "session", "out of memory");
 	}
+	/* The wall time and the window include the spawn. */
+	c->start_ns = t0;
 	c->yield_ns = (uint64_t)clamp(a->yield_ms < 0 ? WARD_EXEC_YIELD_DEFAULT_MS : a->yield_ms,
 				      WARD_EXEC_YIELD_MIN_MS, WARD_EXEC_YIELD_MAX_MS) *
 		1000000;
@@ -1163,6 +1342,20 @@ int ward__sessions_exec(struct ward__sessions *s, const struct ward__exec_args *
 		*ret_call = c->id;
 	call_enqueue(se, c, NULL);
 	return 0;
+}
+
+/* Input queued in every session's stdin, and in calls waiting their turn. */
+static size_t input_held(struct ward__sessions *s)
+{
+	size_t n = 0;
+
+	for (struct session *se = s->head; se; se = se->next)
+		if (se->tty)
+			n += ward__proc_stdin_queued(se->proc);
+	for (struct call *c = s->calls; c; c = c->next_all)
+		if (!c->started)
+			n += c->len;
+	return n;
 }
 
 int ward__sessions_write(struct ward__sessions *s, const struct ward__write_args *a,
@@ -1191,6 +1384,11 @@ int ward__sessions_write(struct ward__sessions *s, const struct ward__write_args
 				   "process %d has exited; poll it with empty chars to collect its "
 				   "output and exit code",
 				   se->id);
+	if (a->len > 1 && input_held(s) + a->len > WARD_SESSIONS_BYTES_BUDGET)
+		return ward__error(err, -ENOBUFS, "session",
+				   "the sessions hold %zu MiB of input not yet read by their "
+				   "processes; wait for them to read it",
+				   WARD_SESSIONS_BYTES_BUDGET >> 20);
 	c = call_new(s, CALL_WRITE, done, userdata);
 	if (!c)
 		return ward__error(err, -ENOMEM, "session", "out of memory");
@@ -1256,13 +1454,37 @@ int ward__sessions_kill(struct ward__sessions *s, int session_id, ward__session_
 
 void ward__sessions_cancel(struct ward__sessions *s, uint64_t call)
 {
-	for (struct call *c = s->calls; c; c = c->next_all)
-		if (c->id == call) {
-			c->cancelled = true;
-			ward__loop_del_timer(s->loop, c->progress_timer);
-			c->progress_timer = 0;
-			return;
+	struct session *se;
+	struct call *c;
+
+	for (c = s->calls; c && c->id != call; c = c->next_all)
+		;
+	if (!c || c->cancelled)
+		return;
+	c->cancelled = true;
+	se = c->sess;
+	if (!se || se->kill_call == c)
+		return; /* the kill goes on; its end is not reported */
+	if (se->active == c) {
+		/* It stops waiting now; its output stays for the next call. */
+		se->active = NULL;
+		call_free(s, c);
+		begin_next(se);
+		return;
+	}
+	for (struct call **pp = &se->queue_head; *pp; pp = &(*pp)->next_in_session) {
+		if (*pp != c)
+			continue;
+		*pp = c->next_in_session;
+		if (se->queue_tail == c) {
+			se->queue_tail = NULL;
+			for (struct call *q = se->queue_head; q; q = q->next_in_session)
+				se->queue_tail = q;
 		}
+		se->n_queued--;
+		call_free(s, c);
+		return;
+	}
 }
 
 int ward__sessions_set_progress(struct ward__sessions *s, uint64_t call, uint64_t interval_ms,

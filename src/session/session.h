@@ -29,7 +29,14 @@
 #define WARD_SESSION_PROTECTED_MRU 8 /* never evicted: the most recently used */
 #define WARD_SESSION_OUTPUT_MAX ((size_t)1 << 20) /* head+tail per session between calls */
 #define WARD_SESSION_PENDING_MAX 16 /* calls queued behind a running one, per session */
-#define WARD_SESSION_CMD_MAX ((size_t)1 << 20) /* bytes of a command line */
+/* Bytes of a command line: the kernel's limit for one argument (MAX_ARG_STRLEN) less its NUL. */
+#define WARD_SESSION_CMD_MAX (((size_t)128 << 10) - 1)
+/*
+ * Unread output and unwritten input the whole store holds: past it, sessions
+ * without a call waiting stop being read (their commands block in write())
+ * and writes are refused, until the model collects or ends some.
+ */
+#define WARD_SESSIONS_BYTES_BUDGET ((size_t)64 << 20)
 #define WARD_SESSION_CHARS_MAX ((size_t)1 << 20) /* bytes of one write_stdin */
 
 #define WARD_EXEC_YIELD_DEFAULT_MS 10000
@@ -65,6 +72,12 @@ struct ward__exec_args {
 	int login; /* < 0: the store's default */
 	unsigned short rows, cols; /* tty size; 0: 24x80 */
 	bool unsandboxed; /* approved to run outside the sandbox (danger-full-access) */
+	/*
+	 * The policy to run under instead of the store's (an approval granted
+	 * more); copied, so it may go after the call. Its cwd is the workspace,
+	 * not workdir.
+	 */
+	const struct ward_policy *policy;
 	/* ward's extensions (see struct ward__yield_until). */
 	const char *until;
 	size_t until_len;

@@ -172,12 +172,69 @@ t_inspector_cli() {
 	assert_content "$WS/seen" from-inspector
 }
 
+# A script that sends its calls and closes stdin at once still gets their results.
+t_eof_lets_quick_calls_finish() {
+	[ -n "$PY" ] || skip "python3 is needed"
+	printf '%s\n' "$INIT" \
+		'{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"exec_command","arguments":{"cmd":"sleep 0.3; echo finished-$((6*7))"}}}' |
+		timeout 30 "$WARD" mcp -C "$WS" --no-login >"$T/.run/stdout" 2>"$T/.run/stderr"
+	WRC=$?
+	expect_rc 0
+	jget "$(reply 2)" 'm["result"]["structuredContent"]["output"] == "finished-42\n" and m["result"]["structuredContent"]["exit_code"] == 0' |
+		grep -qx True || fail "the call in flight finished on its own: $(reply 2)"
+}
+
+# SIGTERM: every session dies, the call waiting on one is answered, exit 0.
+t_sigterm_answers_waiting_calls() {
+	local m fifo pid
+	[ -n "$PY" ] || skip "python3 is needed"
+	m=$(marker term)
+	fifo=$T/.run/in
+	mkfifo "$fifo"
+	"$WARD" mcp -C "$WS" --no-login <"$fifo" >"$T/.run/stdout" 2>"$T/.run/stderr" &
+	pid=$!
+	BG_PIDS+=("$pid")
+	exec 7>"$fifo"
+	printf '%s\n' "$INIT" \
+		"{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/call\",\"params\":{\"name\":\"exec_command\",\"arguments\":{\"cmd\":\"$PROBE sleep 1000 $m\",\"yield_time_ms\":250}}}" >&7
+	wait_for grep -q '"id":2' "$T/.run/stdout" || fail "the session did not start"
+	local sid
+	sid=$(jget "$(reply 2)" 'm["result"]["structuredContent"]["session_id"]')
+	printf '%s\n' "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"tools/call\",\"params\":{\"name\":\"write_stdin\",\"arguments\":{\"session_id\":$sid,\"yield_time_ms\":60000}}}" >&7
+	sleep 0.3
+	kill -TERM "$pid"
+	wait "$pid"
+	WRC=$?
+	exec 7>&-
+	expect_rc 0
+	jget "$(reply 3)" '"exit_code" in m["result"]["structuredContent"]' | grep -qx True ||
+		fail "the waiting poll is answered with the end: $(reply 3)"
+	expect_gone "$m"
+}
+
+# A progress token is kept for the whole call: a huge one is refused.
+t_progress_token_capped() {
+	local big
+	big=$(head -c 2000 /dev/zero | tr '\0' a)
+	mcp <<EOS
+$INIT
+{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"exec_command","arguments":{"cmd":"true"},"_meta":{"progressToken":"$big"}}}
+{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"exec_command","arguments":{"cmd":"echo ok"},"_meta":{"progressToken":"small"}}}
+EOS
+	jget "$(reply 2)" 'm["error"]["code"]' | grep -qx -- -32602 || fail "a 2000-byte token is -32602"
+	jget "$(reply 3)" 'm["result"]["structuredContent"]["output"]' | grep -qx ok ||
+		fail "the next call is served"
+}
+
 tcase "version negotiation and outputSchema by revision" t_negotiation
 tcase "malformed input gets JSON-RPC errors and the server goes on" t_errors_keep_the_server_up
 tcase "an oversized message is refused, the next one served" t_oversized_message
 tcase "a full session store is a clear tool error" t_full_store
 tcase "stdin EOF kills every session, exit 0" t_eof_kills_everything
 tcase "SIGTERM and SIGKILL leave nothing running" t_signals_and_kill
+tcase "stdin EOF: calls in flight finish on their own first" t_eof_lets_quick_calls_finish
+tcase "SIGTERM answers the calls waiting" t_sigterm_answers_waiting_calls
+tcase "a progress token longer than 1024 bytes is refused" t_progress_token_capped
 tcase "the policy options apply to every command" t_policy_applies
 tcase "bad options are one-line errors (125)" t_bad_options
 tcase "MCP Inspector CLI lists and calls the tools" t_inspector_cli

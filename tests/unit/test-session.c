@@ -950,6 +950,176 @@ TEST(until_ends_a_call_when_the_text_appears)
 	ward__loop_free(l);
 }
 
+/* A store whose workspace is scratch/ws, /tmp and $TMPDIR not writable. */
+static struct ward__sessions *ws_store(struct ward__loop *l, const char *ws)
+{
+	struct ward__sessions_config c = {.max_sessions = 0, .shell = "/bin/sh", .login = 0};
+	struct ward__sessions *s;
+	struct ward_policy *p;
+
+	ASSERT_OK(ward_policy_new(&p));
+	ASSERT_OK(ward_policy_set_cwd(p, ws));
+	ASSERT_OK(ward_policy_set_exclude_slash_tmp(p, true));
+	ASSERT_OK(ward_policy_set_exclude_tmpdir_env_var(p, true));
+	c.policy = p;
+	ASSERT_OK(ward__sessions_new(l, &c, &s, NULL));
+	ward_policy_free(p);
+	return s;
+}
+
+TEST(workdir_moves_the_command_never_the_writable_roots)
+{
+	struct ward__loop *l;
+	struct ward__sessions *s;
+	struct ward__exec_args a = {.yield_ms = 10000, .max_output_tokens = -1, .login = -1};
+	struct ward_error e = {0};
+	struct waiter w = {0};
+	char ws[256], other[256], hooks[300], path[1024];
+
+	snprintf(ws, sizeof(ws), "%s/wd-ws", scratch);
+	snprintf(other, sizeof(other), "%s/wd-other", scratch);
+	snprintf(hooks, sizeof(hooks), "%s/.git/hooks", ws);
+	ASSERT_OK(mkdir(ws, 0755));
+	ASSERT_OK(mkdir(other, 0755));
+	snprintf(path, sizeof(path), "%s/.git", ws);
+	ASSERT_OK(mkdir(path, 0755));
+	ASSERT_OK(mkdir(hooks, 0755));
+	ASSERT_OK(ward__loop_new(&l));
+	s = ws_store(l, ws);
+
+	/* Outside the workspace: the command starts there (PWD too) and cannot write. */
+	a.cmd = "pwd; echo \"$PWD\"; touch probe 2>/dev/null; echo rc=$?";
+	a.workdir = other;
+	ASSERT_OK(ward__sessions_exec(s, &a, on_done, &w, NULL, NULL));
+	wait_for(l, &w, 20000);
+	snprintf(path, sizeof(path), "%s\n%s\nrc=1\n", other, other);
+	ASSERT_STREQ(w.r->output, path);
+	snprintf(path, sizeof(path), "%s/probe", other);
+	ASSERT_TRUE(access(path, F_OK) < 0);
+	ward__session_reply_free(w.r);
+
+	/* Into a protected path of the workspace, relative or absolute: still read-only. */
+	for (int i = 0; i < 2; i++) {
+		w = (struct waiter){0};
+		a.cmd = "sh -c 'echo evil > pre-commit' 2>/dev/null; test -e pre-commit && echo "
+			"WROTE || echo refused";
+		a.workdir = i == 0 ? ".git/hooks" : hooks;
+		ASSERT_OK(ward__sessions_exec(s, &a, on_done, &w, NULL, NULL));
+		wait_for(l, &w, 20000);
+		ASSERT_STREQ(w.r->output, "refused\n");
+		ward__session_reply_free(w.r);
+	}
+	snprintf(path, sizeof(path), "%s/pre-commit", hooks);
+	ASSERT_TRUE(access(path, F_OK) < 0);
+
+	/* A workdir that is not a directory is the call's error; nothing starts or is evicted. */
+	a.workdir = "/does/not/exist";
+	ASSERT_EQ(ward__sessions_exec(s, &a, on_done, &w, NULL, &e), -ENOENT);
+	ASSERT_CONTAINS(e.message, "/does/not/exist");
+	a.workdir = "/etc/passwd";
+	ASSERT_EQ(ward__sessions_exec(s, &a, on_done, &w, NULL, &e), -ENOTDIR);
+	ASSERT_EQ(ward__sessions_count(s), 0);
+	ward__sessions_free(s);
+	ward__loop_free(l);
+}
+
+TEST(kill_while_a_call_waits_is_always_answered)
+{
+	struct ward__loop *l;
+	struct ward__sessions *s;
+	struct ward__write_args wa = {.chars = "MATCH\n", .len = 6, .yield_ms = 5000,
+				      .max_output_tokens = -1, .until = "MATCH", .until_len = 5};
+	struct waiter w = {0}, wk = {0};
+	struct ward__session_reply *r;
+
+	ASSERT_OK(ward__loop_new(&l));
+	s = new_store(l, 0);
+	r = exec_sync(l, s, "exec cat", true, 300);
+	ASSERT_FALSE(r->exited);
+	wa.session_id = r->session_id;
+	ward__session_reply_free(r);
+	/* The write ends on its echo, before the kill's exit is seen: the kill still answers. */
+	ASSERT_OK(ward__sessions_write(s, &wa, on_done, &w, NULL, NULL));
+	ASSERT_OK(ward__sessions_kill(s, wa.session_id, on_done, &wk, NULL, NULL));
+	wait_for(l, &w, 10000);
+	wait_for(l, &wk, 10000);
+	ASSERT_TRUE(wk.r->killed);
+	ASSERT_TRUE(wk.r->exited || w.r->exited);
+	ward__session_reply_free(w.r);
+	ward__session_reply_free(wk.r);
+	ASSERT_EQ(ward__sessions_count(s), 0);
+	ASSERT_EQ(ward__sessions_calls_in_flight(s), 0);
+	ward__sessions_free(s);
+	ward__loop_free(l);
+}
+
+TEST(cancelling_a_wait_ends_it_at_once_and_keeps_its_output)
+{
+	struct ward__loop *l;
+	struct ward__sessions *s;
+	struct ward__write_args poll = {.yield_ms = 60000, .max_output_tokens = -1};
+	struct ward__write_args more = {.yield_ms = 20000, .max_output_tokens = -1,
+					.until = "IMPORTANT", .until_len = 9};
+	struct waiter w1 = {0}, w2 = {0}, w3 = {0};
+	struct ward__session_reply *r;
+	uint64_t c1, c2, t0;
+
+	ASSERT_OK(ward__loop_new(&l));
+	s = new_store(l, 0);
+	r = exec_sync(l, s, "sleep 0.5; echo IMPORTANT; sleep 100", false, 250);
+	ASSERT_FALSE(r->exited);
+	poll.session_id = more.session_id = r->session_id;
+	ward__session_reply_free(r);
+	/* A long poll and one queued behind it, both cancelled: neither holds anything. */
+	ASSERT_OK(ward__sessions_write(s, &poll, on_done, &w1, &c1, NULL));
+	ASSERT_OK(ward__sessions_write(s, &poll, on_done, &w2, &c2, NULL));
+	ASSERT_EQ(ward__sessions_calls_in_flight(s), 2);
+	ward__sessions_cancel(s, c2);
+	ward__sessions_cancel(s, c1);
+	ASSERT_EQ(ward__sessions_calls_in_flight(s), 0);
+	/* The line printed meanwhile goes to the next call, which begins at once. */
+	t0 = ward__now_ms();
+	ASSERT_OK(ward__sessions_write(s, &more, on_done, &w3, NULL, NULL));
+	wait_for(l, &w3, 20000);
+	ASSERT_STREQ(w3.r->output, "IMPORTANT\n");
+	ASSERT_LE(ward__now_ms() - t0, 10000);
+	ASSERT_FALSE(w1.done);
+	ASSERT_FALSE(w2.done);
+	ward__session_reply_free(w3.r);
+	ward__sessions_free(s);
+	ward__loop_free(l);
+}
+
+TEST(until_on_a_poll_counts_output_already_waiting)
+{
+	struct ward__loop *l;
+	struct ward__sessions *s;
+	struct ward__write_args poll = {.yield_ms = 30000, .max_output_tokens = -1,
+					.until = "READY> ", .until_len = 7};
+	struct waiter w = {0};
+	struct ward__session_reply *r;
+	uint64_t t0;
+
+	ASSERT_OK(ward__loop_new(&l));
+	s = new_store(l, 0);
+	r = exec_sync(l, s, "sleep 0.3; printf 'READY> '; sleep 100", false, 250);
+	ASSERT_FALSE(r->exited);
+	poll.session_id = r->session_id;
+	ward__session_reply_free(r);
+	/* The prompt arrives while nobody waits; the poll then finds it at once. */
+	t0 = ward__now_ms();
+	while (ward__now_ms() - t0 < 1500)
+		ward__loop_iterate(l, 100);
+	t0 = ward__now_ms();
+	ASSERT_OK(ward__sessions_write(s, &poll, on_done, &w, NULL, NULL));
+	wait_for(l, &w, 40000);
+	ASSERT_STREQ(w.r->output, "READY> ");
+	ASSERT_LE(ward__now_ms() - t0, 10000);
+	ward__session_reply_free(w.r);
+	ward__sessions_free(s);
+	ward__loop_free(l);
+}
+
 TEST(truncation_keeps_utf8_sequences_whole)
 {
 	const char *s = "\xf0\x9f\x98\x80\xf0\x9f\x98\x80\xf0\x9f\x98\x80\xf0\x9f\x98\x80"
