@@ -107,7 +107,12 @@ static int struct_error(struct ward__xfs_args *a, const json_t *v, const char *n
 		return fail(a, WARD_XFS_INVALID_PARAMS,
 			    "invalid length 0, expected struct %s with %u element%s", name,
 			    n_fields, n_fields == 1 ? "" : "s");
-	return type_error(a, v, name[0] ? name : "a struct");
+	{
+		char exp[128];
+
+		snprintf(exp, sizeof(exp), "struct %s", name);
+		return type_error(a, v, exp);
+	}
 }
 
 static int get_string(struct ward__xfs_args *a, const json_t *v, const char **ret, size_t *ret_len)
@@ -234,7 +239,7 @@ static int get_sandbox(struct ward__xfs_args *a, json_t *v)
 	if (json_is_null(v))
 		return 0;
 	if (!json_is_object(v))
-		return struct_error(a, v, "struct WireFileSystemSandboxContext", 10);
+		return struct_error(a, v, "WireFileSystemSandboxContext", 10);
 	if (!json_object_get(v, "permissions"))
 		return fail(a, WARD_XFS_INVALID_PARAMS, "missing field `permissions`");
 	a->sandbox = v;
@@ -364,18 +369,10 @@ int ward__xfs_args_parse(enum ward__xfs_method m, json_t *params, struct ward__x
 	/* createDirectory and remove default to recursive (and remove to force); copy has no default. */
 	if (m != WARD_XFS_M_CREATE_DIRECTORY && m != WARD_XFS_M_REMOVE)
 		a->recursive = false;
-	if (!params || json_is_null(params)) {
-		char exp[96];
-
-		snprintf(exp, sizeof(exp), "struct %s", md->struct_name);
-		return type_error(a, json_null(), exp);
-	}
-	if (!json_is_object(params)) {
-		char exp[96];
-
-		snprintf(exp, sizeof(exp), "struct %s", md->struct_name);
-		return struct_error(a, params, exp, md->n_fields);
-	}
+	if (!params)
+		return struct_error(a, json_null(), md->struct_name, md->n_fields);
+	if (!json_is_object(params))
+		return struct_error(a, params, md->struct_name, md->n_fields);
 	json_object_foreach(params, k, v)
 	{
 		bool path_member = strcmp(k, "path") == 0 && m != WARD_XFS_M_READ_BLOCK &&

@@ -1454,8 +1454,14 @@ static void op_walk(const struct ward__xfs_req *rq, struct ward__xfs_res *res)
 		return;
 	}
 	/* The root: a symlink to a directory is walked only when directory symlinks are followed. */
-	if (S_ISLNK(st.st_mode) && (!rq->follow_dirs || stat(rq->path, &st) < 0))
-		goto done;
+	if (S_ISLNK(st.st_mode)) {
+		if (!rq->follow_dirs)
+			goto done;
+		if (stat(rq->path, &st) < 0) {
+			r = -errno;
+			goto done;
+		}
+	}
 	if (!S_ISDIR(st.st_mode))
 		goto done;
 	r = visit(&w, st.st_dev, st.st_ino);

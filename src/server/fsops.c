@@ -664,6 +664,11 @@ static bool op_checks(struct ward__xfs *fs, struct pending *p, struct ward__xfs_
 		if (!open_allowed(fs, p))
 			return false;
 	} else if (p->m == WARD_XFS_M_WALK) {
+		if (a->max_dirs == 0 || a->max_entries == 0) {
+			reply_error(p, WARD_XFS_INVALID_REQUEST,
+				    "filesystem walk limits must be greater than zero");
+			return false;
+		}
 		if (a->max_depth > WARD_XFS_WALK_MAX_DEPTH ||
 		    a->max_dirs > WARD_XFS_WALK_MAX_DIRS ||
 		    a->max_entries > WARD_XFS_WALK_MAX_ENTRIES) {
@@ -672,11 +677,6 @@ static bool op_checks(struct ward__xfs *fs, struct pending *p, struct ward__xfs_
 				    "directories=%u, entries=%u",
 				    WARD_XFS_WALK_MAX_DEPTH, WARD_XFS_WALK_MAX_DIRS,
 				    WARD_XFS_WALK_MAX_ENTRIES);
-			return false;
-		}
-		if (a->max_dirs == 0 || a->max_entries == 0) {
-			reply_error(p, WARD_XFS_INVALID_REQUEST,
-				    "filesystem walk limits must be greater than zero");
 			return false;
 		}
 	}
