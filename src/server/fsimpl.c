@@ -1172,15 +1172,17 @@ static void op_copy(const struct ward__xfs_req *rq, struct ward__xfs_res *res)
 				"descendants");
 			return;
 		}
-		dcopy = strdup(rq->path2);
-		r = dcopy ? mkdir_all(dcopy, 0) : -ENOMEM;
-		if (r < 0) {
-			ward__xfs_res_errno(res, r);
-			return;
-		}
+		/* The source is opened first: a tree that cannot be read leaves nothing made. */
 		sfd = open(rq->path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 		if (sfd < 0) {
 			ward__xfs_res_errno(res, errno);
+			return;
+		}
+		dcopy = strdup(rq->path2);
+		r = dcopy ? mkdir_all(dcopy, 0) : -ENOMEM;
+		if (r < 0) {
+			close(sfd);
+			ward__xfs_res_errno(res, r);
 			return;
 		}
 		dfd = open(rq->path2, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
