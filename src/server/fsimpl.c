@@ -1309,15 +1309,18 @@ static bool walk_add(struct walk *w, json_t *array, const char *path, const char
 		     const char *val2)
 {
 	_cleanup_free_ char *uri = ward__xfs_path_to_uri(path);
+	size_t cost;
 	json_t *e;
 
 	if (!uri)
 		return false;
-	if (w->budget + strlen(uri) + strlen(val2) + 64 > WARD_XFS_WALK_BUDGET) {
+	/* Codex charges an entry its URI and 64 bytes (an error its message too). */
+	cost = strlen(uri) + 64 + (array == w->errors ? strlen(val2) : 0);
+	if (w->budget + cost > WARD_XFS_WALK_BUDGET) {
 		w->truncated = true;
 		return false;
 	}
-	w->budget += strlen(uri) + strlen(val2) + 64;
+	w->budget += cost;
 	e = json_pack("{s:s, s:s}", "path", uri, key2, val2);
 	return e && json_array_append_new(array, e) == 0;
 }
