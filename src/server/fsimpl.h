@@ -84,5 +84,8 @@ WARD_INTERNAL void ward__xfs_res_fail(struct ward__xfs_res *res, int code, const
 /* Sets res to the error of an errno value, worded as Codex words it. */
 WARD_INTERNAL void ward__xfs_res_errno(struct ward__xfs_res *res, int errnum);
 
+/* fs/walk (fswalk.c). */
+WARD_INTERNAL void ward__xfs_walk(const struct ward__xfs_req *rq, struct ward__xfs_res *res);
+
 /* Runs the operation; the outcome (success or error) is in res. */
 WARD_INTERNAL void ward__xfs_run(const struct ward__xfs_req *rq, struct ward__xfs_res *res);
