@@ -734,8 +734,11 @@ char *ward__xfs_path_to_uri(const char *path)
 		return NULL;
 	r = ward__buf_append_str(&b, "file://");
 	for (; r >= 0 && *p; p++) {
-		/* Url::from_file_path escapes a segment with PATH_SEGMENT: the path set, % and /. */
-		if (*p == '/' || !(*p < 0x20 || *p > 0x7E || strchr(" \"#<>?`{}%", *p)))
+		/*
+		 * Url::from_file_path escapes a segment with the path set, % and the
+		 * backslash (a separator to a URL parser).
+		 */
+		if (*p == '/' || !(*p < 0x20 || *p > 0x7E || strchr(" \"#<>?`{}%\\", *p)))
 			r = ward__buf_append_byte(&b, *p);
 		else
 			r = ward__buf_printf(&b, "%%%02X", *p);

@@ -41,8 +41,8 @@ WARD_INTERNAL int ward__xfs_uri_parse(const char *s, size_t len, char **ret_path
 
 /*
  * A native absolute path as Codex writes it in results (Url::from_file_path):
- * "file://" and each component percent-encoded (controls, space, and
- * "#%<>?`{}, and every byte above 0x7E). malloc()ed; NULL on ENOMEM.
+ * "file://" and each component percent-encoded (controls, space,
+ * "#%<>?`{}\ and every byte above 0x7E). malloc()ed; NULL on ENOMEM.
  */
 WARD_INTERNAL char *ward__xfs_path_to_uri(const char *path);
 
