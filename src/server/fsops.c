@@ -41,6 +41,7 @@
 #include "basic/uri.h"
 #include "exec/proc.h"
 #include "policy/policy.h"
+#include "sandbox/sandbox.h"
 #include "server/fsargs.h"
 #include "server/fshelper.h"
 #include "server/fsimpl.h"
@@ -401,6 +402,10 @@ static char *const *helper_env(void)
 	return env;
 }
 
+static const char deny_unenforceable[] =
+	"this host refuses user namespaces, so ward cannot hide the sandbox's deny-read paths "
+	"from the operation: refused (run 'ward doctor' for why)";
+
 static void run_free(struct run *run)
 {
 	ward__proc_free(run->proc);
@@ -475,6 +480,11 @@ static void run_outcome(struct run *run, struct ward__xfs_res *res)
 	const struct ward_error *pe = ward__proc_error(run->proc);
 	int code = ward__proc_exit_code(run->proc);
 
+	if (!sb->isolated && run->policy->n_deny > 0 &&
+	    run->policy->mode != WARD_MODE_DANGER_FULL_ACCESS) {
+		ward__xfs_res_fail(res, WARD_XFS_INVALID_REQUEST, "%s", deny_unenforceable);
+		return;
+	}
 	if (sb->guard_tripped) {
 		/*
 		 * The operation created a protected path that did not exist (a
@@ -739,6 +749,17 @@ static void do_operation(struct ward__xfs *fs, struct pending *p)
 	rq.max_depth = a->max_depth;
 	rq.max_dirs = a->max_dirs;
 	rq.max_entries = a->max_entries;
+	/*
+	 * Where the host refuses user namespaces, ward's sandbox is Landlock and
+	 * seccomp only, and nothing can hide a deny-read path: a command there
+	 * runs with a warning on its stderr, but an answer has no place for one.
+	 * Refused rather than silently letting the operation see what the
+	 * sandbox denies (and checked again on the sandbox the helper got).
+	 */
+	if (sandboxed && policy->n_deny > 0 && !ward__features_get()->userns) {
+		reply_error(p, WARD_XFS_INVALID_REQUEST, "%s", deny_unenforceable);
+		goto out;
+	}
 	if (sandboxed || long_operation(&rq)) {
 		r = start_helper(fs, p, &rq, TAKE_PTR(policy), &e);
 		if (r >= 0) {

@@ -19,7 +19,10 @@ The .jsonl format, one JSON object per line:
   {"comment": "..."}
   {"fixture": [[op, args...], ...]}      a fresh tree: mkdir, file, symlink,
         fifo, hardlink, chmod, socket, touch_old (ops below); $P is its path
-  {"server": [args...], "cwd": "rel"}    (re)starts the server, initialised
+  {"server": [args...], "cwd": "rel", "fallback": true}   (re)starts the
+        server, initialised; fallback: under tests/hardened-wrapper (a host
+        that refuses namespaces: ward's Landlock and seccomp fallback)
+  {"requires": "fallback"}               skips the file where that cannot run
   {"define": {"NAME": value}}            "$NAME" as a whole string is value
   {"name": "...", "send": {"method": m, "params": p}, "expect": e}
         e is {"result": r} or {"error": {"code": c, "message": m}}; a message
@@ -48,6 +51,8 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 WARD = os.environ.get("WARD", os.path.join(HERE, "../../../build/ward"))
 MUST_WORK = os.environ.get("WARD_MUST_WORK", "0") == "1"
+HARDENED = os.environ.get("WARD_HARDENED_WRAPPER",
+                          os.path.join(os.path.dirname(WARD), "tests", "hardened-wrapper"))
 IS_ROOT = os.geteuid() == 0
 
 
@@ -86,11 +91,11 @@ class Tap:
 class Server:
     """One `ward serve --listen stdio` (or Codex's exec-server), initialised."""
 
-    def __init__(self, args, cwd, codex=None, log=None):
+    def __init__(self, args, cwd, codex=None, log=None, wrapper=None):
         if codex:
             cmd = [codex, "exec-server", "--listen", "stdio"]
         else:
-            cmd = [WARD, "serve", "--listen", "stdio"] + list(args)
+            cmd = ([wrapper] if wrapper else []) + [WARD, "serve", "--listen", "stdio"] + list(args)
         env = dict(os.environ)
         self.log = log or tempfile.TemporaryFile()
         self.p = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
@@ -286,13 +291,36 @@ def host_check(root, chk):
     return "unknown host check %r" % kind
 
 
+def landlock_abi():
+    try:
+        import ctypes
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.syscall.restype = ctypes.c_long
+        return max(0, libc.syscall(444, None, ctypes.c_size_t(0), ctypes.c_uint(1)))
+    except Exception:
+        return 0
+
+
+def missing(what, codex):
+    """Why a file's requirement is not met here, or None."""
+    if codex:
+        return "ward only"
+    if what == "fallback":
+        if not os.access(HARDENED, os.X_OK):
+            return "hardened-wrapper is not built (%s)" % HARDENED
+        if landlock_abi() < 1:
+            return "Landlock is unavailable: ward's fallback refuses to run without it"
+        return None
+    return "unknown requirement %r" % what
+
+
 def run_file(tap, path, tmp, codex):
     base = os.path.splitext(os.path.basename(path))[0]
     root = os.path.join(tmp, base)
     env = {"T": "file://" + root, "P": root, "defs": {}}
     srv = None
     socks = []
-    server_args, server_cwd = None, None
+    server_args, server_cwd, wrapper = None, None, None
     with open(path) as f:
         lines = [(i + 1, l) for i, l in enumerate(f) if l.strip()]
     try:
@@ -310,12 +338,19 @@ def run_file(tap, path, tmp, codex):
             if "define" in step:
                 env["defs"].update(step["define"])
                 continue
+            if "requires" in step:
+                why = missing(step["requires"], codex)
+                if why:
+                    tap.skip("%s: every case" % base, why)
+                    return
+                continue
             if "server" in step:
                 if srv:
                     srv.close()
                 server_args = step["server"]
                 server_cwd = os.path.join(root, step.get("cwd", ""))
-                srv = Server(server_args, server_cwd, codex)
+                wrapper = HARDENED if step.get("fallback") else None
+                srv = Server(server_args, server_cwd, codex, wrapper=wrapper)
                 continue
             name = "%s: %s" % (base, step.get("name", where))
             only = step.get("only")
@@ -351,7 +386,7 @@ def run_file(tap, path, tmp, codex):
                 tap.not_ok(name, where, *diff)
                 if any("timeout" in x or "eof" in x for x in diff[1:2]):
                     srv.close()
-                    srv = Server(server_args, server_cwd, codex)
+                    srv = Server(server_args, server_cwd, codex, wrapper=wrapper)
             else:
                 tap.ok(name)
     finally:
