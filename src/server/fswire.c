@@ -565,8 +565,10 @@ int ward__xfs_uri_parse(const char *s, size_t len, char **ret_path, int *ret_cod
 	}
 
 	/* Path segments, `.` and `..` resolved as the URL parser does (never above the root). */
+	/* Storage from the start: the segments below point into ser.data even when empty. */
 	if (ward__buf_init(&ser, rest_len * 3 + host_len + 16) < 0 ||
-	    ward__buf_init(&path, rest_len + 2) < 0)
+	    ward__buf_init(&path, rest_len + 2) < 0 || ward__buf_reserve(&ser, 1) < 0 ||
+	    ward__buf_reserve(&path, 1) < 0)
 		goto oom;
 	segs = calloc(rest_len + 2, sizeof(*segs));
 	if (!segs)
