@@ -176,7 +176,8 @@ static int walk_dir(struct walk *w, const struct walk_dir *dir)
 			r = w->truncated ? 1 : -ENOMEM;
 		goto out;
 	}
-	qsort(names, n, sizeof(*names), cmp_names);
+	if (n > 1)
+		qsort(names, n, sizeof(*names), cmp_names);
 	for (size_t i = 0; i < n; i++) {
 		_cleanup_free_ char *child = NULL;
 		struct stat st;
