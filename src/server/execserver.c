@@ -1392,10 +1392,18 @@ static void on_fs_reply(void *reply_ctx, json_t *result, int code, const char *m
 				*pp = op->next;
 				break;
 			}
-		if (result)
+		if (result) {
 			reply(x, &op->id, result);
-		else
-			reply_error(x, &op->id, code, "%s", message ? message : "failed");
+		} else {
+			/* Whole: a message quotes a path (up to PATH_MAX), as Codex's does. */
+			struct ward__buf b;
+
+			ward__buf_init(&b, 64 * 1024);
+			if (ward__rpc_encode_error(&x->srv->codec, &b, &op->id, code,
+						   message ? message : "failed", NULL) >= 0)
+				send_bytes(x, &b);
+			ward__buf_release(&b);
+		}
 	} else {
 		json_decref(result);
 	}
