@@ -418,7 +418,8 @@ int ward__proc_start(struct ward__loop *l, const struct ward__proc_spec *spec,
 	struct ward__proc *p;
 	int r;
 
-	if (!spec || !spec->policy || !spec->argv || !spec->argv[0] || !ret)
+	if (!spec || !spec->policy || !spec->argv || !spec->argv[0] || !ret ||
+	    spec->n_keep_fds > WARD_MAX_KEEP_FDS)
 		return ward__error(err, -EINVAL, "exec", "invalid arguments");
 	p = calloc(1, sizeof(*p));
 	if (!p)
@@ -439,6 +440,9 @@ int ward__proc_start(struct ward__loop *l, const struct ward__proc_spec *spec,
 	so.envp = spec->envp;
 	so.observe_fs = !spec->no_observe_fs;
 	so.quiet_fallback = true;
+	for (size_t i = 0; i < spec->n_keep_fds; i++)
+		so.keep_fds[i] = spec->keep_fds[i];
+	so.n_keep_fds = spec->n_keep_fds;
 	for (int i = 0; i < 3; i++)
 		so.stdio[i] = -1;
 

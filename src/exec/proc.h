@@ -54,6 +54,9 @@ struct ward__proc_spec {
 	bool stdin_pipe; /* without tty: stdin is a pipe ward__proc_write() feeds; else /dev/null */
 	uint64_t timeout_ms; /* 0: none; at the deadline the sandbox is killed, exit code 124 */
 	bool no_observe_fs; /* do not observe filesystem denials (cheaper, no denial list) */
+	/* Descriptors the command keeps open at the same numbers (at most WARD_MAX_KEEP_FDS). */
+	const int *keep_fds;
+	size_t n_keep_fds;
 };
 
 /*

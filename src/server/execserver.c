@@ -43,6 +43,7 @@
 #include "server/args.h"
 #include "server/execserver.h"
 #include "server/fsops.h"
+#include "server/xpolicy.h"
 #include "ward-config.h"
 
 /* Codex's error code for resuming a session another connection holds. */
@@ -920,83 +921,8 @@ static int build_env(struct ward__xserver *s, json_t *params, const struct ward_
 static int build_policy(struct ward__xserver *s, json_t *params, const char *cwd,
 			struct ward_policy **ret, bool *ret_sandboxed, struct ward_error *e)
 {
-	json_t *sb = json_object_get(params, "sandbox");
-	json_t *own = json_object_get(params, "wardPolicy");
-	const char *scwd = json_string_value(json_object_get(sb, "cwd"));
-	_cleanup_free_ char *sandbox_cwd = NULL;
-	struct ward_policy *p = NULL;
-	int r;
-
-	/* :project_roots: the sandbox's cwd (or the process's), then the workspace roots. */
-	if (scwd && ward__path_or_file_uri(scwd, &sandbox_cwd) < 0)
-		return ward__error(e, -EINVAL, "policy", "sandbox.cwd must be an absolute file: URI");
-	r = ward_policy_copy(s->policy, &p);
-	if (r >= 0 && ((own && !json_is_null(own)) || (sb && !json_is_null(sb))))
-		r = ward_policy_set_cwd(p, sandbox_cwd ? sandbox_cwd : cwd);
-	if (r < 0) {
-		ward_policy_free(p);
-		return ward__error(e, r, "policy", "cannot set up the policy: %m");
-	}
-	if (own && !json_is_null(own)) {
-		/* ward's extension: its own policy JSON (or Codex's legacy SandboxPolicy). */
-		_cleanup_free_ char *txt = json_dumps(own, JSON_COMPACT);
-
-		r = txt ? ward_policy_load_json(p, txt, strlen(txt), "wardPolicy", e) : -ENOMEM;
-	} else if (sb && !json_is_null(sb)) {
-		json_t *perm = json_object_get(sb, "permissions");
-		json_t *roots = json_object_get(sb, "workspaceRoots");
-		char *rootv[65] = {0};
-		size_t n = 0, i;
-		json_t *v;
-
-		if (!json_is_object(sb) || !json_is_object(perm)) {
-			ward_policy_free(p);
-			return ward__error(
-				e, -EINVAL, "policy",
-				"sandbox.permissions must be a permission profile object");
-		}
-		rootv[n++] = sandbox_cwd ? sandbox_cwd : (char *)cwd;
-		r = 0;
-		json_array_foreach(roots, i, v)
-		{
-			if (n >= ELEMENTSOF(rootv) - 1 || !json_is_string(v) ||
-			    ward__path_or_file_uri(json_string_value(v), &rootv[n]) < 0) {
-				r = ward__error(e, -EINVAL, "policy",
-						"sandbox.workspaceRoots[%zu] must be an absolute "
-						"file: URI (at most 64)",
-						i);
-				break;
-			}
-			n++;
-		}
-		if (r >= 0)
-			r = ward__policy_apply_profile(p, perm, rootv, n, "sandbox.permissions", e);
-		for (i = 1; i < n; i++)
-			free(rootv[i]);
-	} else if (s->cfg.allow_unsandboxed) {
-		/* Codex's meaning of no sandbox, allowed by the operator. */
-		r = ward_policy_set_mode(p, WARD_MODE_DANGER_FULL_ACCESS);
-		if (r >= 0)
-			r = ward_policy_set_network(p, true);
-	}
-	if (r < 0) {
-		ward_policy_free(p);
-		return r;
-	}
-	if (p->mode == WARD_MODE_DANGER_FULL_ACCESS && !s->cfg.allow_unsandboxed) {
-		ward_policy_free(p);
-		return ward__error(e, -EPERM, "policy",
-				   "this server runs every process in a sandbox (start it with "
-				   "--allow-unsandboxed to allow processes without one)");
-	}
-	r = ward_policy_resolve(p, e);
-	if (r < 0) {
-		ward_policy_free(p);
-		return r;
-	}
-	*ret_sandboxed = p->mode != WARD_MODE_DANGER_FULL_ACCESS;
-	*ret = p;
-	return 0;
+	return ward__xs_build_policy(s->policy, s->cfg.allow_unsandboxed, params, cwd, ret,
+				     ret_sandboxed, e);
 }
 
 static char *json_quote(const char *s)
@@ -1480,10 +1406,18 @@ static void on_fs_reply(void *reply_ctx, json_t *result, int code, const char *m
 				*pp = op->next;
 				break;
 			}
-		if (result)
+		if (result) {
 			reply(x, &op->id, result);
-		else
-			reply_error(x, &op->id, code, "%s", message ? message : "failed");
+		} else {
+			/* Whole: a message quotes a path (up to PATH_MAX), as Codex's does. */
+			struct ward__buf b;
+
+			ward__buf_init(&b, 64 * 1024);
+			if (ward__rpc_encode_error(&x->srv->codec, &b, &op->id, code,
+						   message ? message : "failed", NULL) >= 0)
+				send_bytes(x, &b);
+			ward__buf_release(&b);
+		}
 	} else {
 		json_decref(result);
 	}
