@@ -590,6 +590,11 @@ static int copy_request(struct ward__approval_step *s, const struct ward_approva
 	s->req.sandbox_permissions = req->sandbox_permissions;
 	s->req.network = req->network;
 	s->req.tty = req->tty;
+	if (req->cwd) {
+		s->req.cwd = strdup(req->cwd);
+		if (!s->req.cwd)
+			return -ENOMEM;
+	}
 	if (req->justification) {
 		s->req.justification = strdup(req->justification);
 		if (!s->req.justification)
@@ -803,7 +808,6 @@ int ward__approval_begin(struct ward_approver *a, const struct ward_policy *poli
 		return ward__error(err, -ENOMEM, "approval", "out of memory");
 	s->a = a;
 	s->policy = policy;
-	s->cwd = policy->resolved_cwd;
 	s->mode = ward_approval_mode_to_string(a->mode);
 	s->argc = argc;
 	s->argv = strv_copy(argv, argc);
@@ -812,6 +816,7 @@ int ward__approval_begin(struct ward_approver *a, const struct ward_policy *poli
 		ward__approval_step_free(s);
 		return ward__error(err, r, "approval", "out of memory");
 	}
+	s->cwd = s->req.cwd ? s->req.cwd : policy->resolved_cwd;
 	s->escalate = s->req.sandbox_permissions != WARD_SANDBOX_PERMISSIONS_USE_DEFAULT;
 	/* A denied read exists only inside the sandbox: with deny-read paths nothing runs outside. */
 	s->unsandboxed_allowed = policy->deny_read.n == 0 && policy->n_deny == 0;
@@ -987,6 +992,7 @@ void ward__approval_step_free(struct ward__approval_step *s)
 	ward_policy_free(s->unsandboxed);
 	strv_freep(&s->argv);
 	free(s->req.justification);
+	free(s->req.cwd);
 	strv_freep(&s->req.prefix_rule);
 	strv_freep(&s->req.writable);
 	ward__evaluation_release(&s->eval);

@@ -80,7 +80,13 @@ struct ward_approval_request {
 	size_t n_writable;
 	bool network; /* additional: network on */
 	bool tty;
+	/* The command's directory when it is not the policy's cwd (`ward mcp`'s workdir): the
+	 * question shows it, the session cache and the audit log are keyed by it. */
+	char *cwd;
 };
+/* Sets req's command directory (absolute; copied). */
+WARD_INTERNAL int ward__approval_request_set_cwd(struct ward_approval_request *req,
+						 const char *cwd);
 
 /* ------------------------------------------------------------ the step machine (approval.c) */
 

@@ -274,7 +274,22 @@ WARD_PUBLIC void ward_approval_request_free(struct ward_approval_request *q)
 	free(q->justification);
 	strv_freep(&q->prefix_rule);
 	strv_freep(&q->writable);
+	free(q->cwd);
 	free(q);
+}
+
+int ward__approval_request_set_cwd(struct ward_approval_request *q, const char *cwd)
+{
+	char *c;
+
+	if (!q || !cwd || cwd[0] != '/')
+		return -EINVAL;
+	c = strdup(cwd);
+	if (!c)
+		return -ENOMEM;
+	free(q->cwd);
+	q->cwd = c;
+	return 0;
 }
 
 WARD_PUBLIC int ward_approval_request_set_sandbox_permissions(struct ward_approval_request *q,

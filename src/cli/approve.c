@@ -85,17 +85,20 @@ static char *approval_json(enum ward_approval_mode mode, enum ward_approval_stat
 	return out;
 }
 
-/* Loads the rules ward run was asked to use; protected paths first, the policy resolved. */
-static int prepare(struct cli_run_args *a, struct ward_approver *ap)
+int cli_approver_prepare(struct cli_run_args *a, struct ward_approver *ap, const char *verb)
 {
 	struct ward_error err = {0};
 	int r;
 
+	if (a->have_granular && a->approval_mode != WARD_APPROVAL_GRANULAR) {
+		cli_errorf("%s: --granular applies to --ask-for-approval granular", verb);
+		return -1;
+	}
 	r = ward_approver_set_mode(ap, a->approval_mode);
 	if (r >= 0 && a->have_granular)
 		r = ward_approver_set_granular(ap, &a->granular);
 	if (r < 0) {
-		cli_errorf("run: cannot set the approval mode: %s", strerror(-r));
+		cli_errorf("%s: cannot set the approval mode: %s", verb, strerror(-r));
 		return -1;
 	}
 	if (a->codex_rules && ward_approver_load_codex_rules(ap, &err) < 0)
@@ -103,7 +106,7 @@ static int prepare(struct cli_run_args *a, struct ward_approver *ap)
 	/* Before resolving: the rules that decide what runs outside must not be writable inside. */
 	r = ward_approver_protect(ap, a->policy);
 	if (r < 0) {
-		cli_errorf("run: cannot protect the rules directories: %s", strerror(-r));
+		cli_errorf("%s: cannot protect the rules directories: %s", verb, strerror(-r));
 		return -1;
 	}
 	if (ward_policy_resolve(a->policy, &err) < 0)
@@ -113,6 +116,17 @@ static int prepare(struct cli_run_args *a, struct ward_approver *ap)
 	for (size_t i = 0; i < a->n_rules_files; i++)
 		if (ward_approver_load_rules_file(ap, a->rules_files[i], &err) < 0)
 			goto fail;
+	return 0;
+fail:
+	cli_report_error(&err);
+	return -1;
+}
+
+/* What ward run adds: the call's own fields, and whether the command has a terminal. */
+static int prepare(struct cli_run_args *a, struct ward_approver *ap)
+{
+	if (cli_approver_prepare(a, ap, "run") < 0)
+		return -1;
 	if (a->n_prefix_rule &&
 	    ward_approval_request_set_prefix_rule(a->approval_req, a->prefix_rule) < 0) {
 		cli_errorf("out of memory");
@@ -131,9 +145,6 @@ static int prepare(struct cli_run_args *a, struct ward_approver *ap)
 						       isatty(STDOUT_FILENO) ||
 						       isatty(STDERR_FILENO)));
 	return 0;
-fail:
-	cli_report_error(&err);
-	return -1;
 }
 
 static void notice(const struct ward__approval_action *act, const char **last)
@@ -158,10 +169,6 @@ int cli_run_approved(struct cli_run_args *a)
 	unsigned runs = 0;
 	int code = WARD_EXIT_FAILURE, r;
 
-	if (a->have_granular && a->approval_mode != WARD_APPROVAL_GRANULAR) {
-		cli_errorf("run: --granular applies to --ask-for-approval granular");
-		return WARD_EXIT_FAILURE;
-	}
 	if (ward_approver_new(&ap) < 0) {
 		cli_errorf("out of memory");
 		return WARD_EXIT_FAILURE;

@@ -107,6 +107,12 @@ int cli_run_capture(struct cli_run_args *a, struct ward_policy *policy,
 		    struct ward_result **ret_result);
 /* Prints res as JSON, with extra_json ("key":value,...) added as members; returns its exit code. */
 int cli_print_result(struct ward_result *res, const char *extra_json);
+/*
+ * Sets up an approver from a's approval options (mode, granular, Codex's and
+ * ward's rules, --rules files), protecting its files in a->policy, which it
+ * resolves. -1 after printing an error.
+ */
+int cli_approver_prepare(struct cli_run_args *a, struct ward_approver *ap, const char *verb);
 /* `ward run` through the approval runner (approve.c). */
 int cli_run_approved(struct cli_run_args *a);
 /* Handles one approval option (options.c): 0, or -1 after an error. */

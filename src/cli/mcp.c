@@ -22,11 +22,13 @@ static const char mcp_help[] =
 	"line) with the tools exec_command, write_stdin, list_sessions and kill_session.\n"
 	"Every command runs in a sandbox of its own under the policy below; a command\n"
 	"still running after its first yield becomes a session, polled and typed into\n"
-	"with write_stdin. When stdin closes, every session is killed and ward exits 0.\n"
+	"with write_stdin. When stdin closes, calls in flight get 3 s to finish, then every\n"
+	"session is killed and ward exits 0.\n"
 	"\n"
-	"Policy (as for 'ward run'; -C sets the default workdir):\n"
+	"Policy (as for 'ward run'):\n"
 	"  -s, --sandbox MODE           read-only, workspace-write (default), danger-full-access\n"
-	"  -C, --cd DIR                 default working directory of the commands\n"
+	"  -C, --cd DIR                 the workspace, and the commands' default workdir (a\n"
+	"                               call's workdir only moves where its command starts)\n"
 	"  -w, --writable PATH          add a writable root (repeatable)\n"
 	"      --protect PATH           keep PATH read-only inside writable roots (repeatable)\n"
 	"      --deny-read PATH         make a file or directory unreadable inside (repeatable)\n"
@@ -44,6 +46,15 @@ static const char mcp_help[] =
 	"      --env-exclude PATTERN    drop variables matching PATTERN (alias --env-unset)\n"
 	"      --env-include-only PATTERN  keep only variables matching PATTERN (repeatable)\n"
 	"      --env-default-excludes   also drop *KEY*, *SECRET*, *TOKEN*\n"
+	"\n"
+	"Approvals (docs/approvals.md; off unless one of these is given):\n"
+	"  -a, --ask-for-approval MODE  untrusted, on-request, never or granular: decide each\n"
+	"                               command from the rules and the mode; questions go to\n"
+	"                               the person through the client (MCP elicitation)\n"
+	"      --granular CLASS,...     with -a granular: the questions allowed (sandbox_approval,\n"
+	"                               rules, ...)\n"
+	"      --rules FILE             command rules to use besides ward's own (repeatable)\n"
+	"      --codex-rules            also use Codex's rules ($CODEX_HOME/rules)\n"
 	"\n"
 	"Sessions:\n"
 	"      --max-sessions N         sessions kept at once (default 64, at most 50000);\n"
@@ -105,7 +116,8 @@ static int handle_option(int c, const char *arg, void *userdata)
 int cli_mcp(int argc, char **argv)
 {
 	struct mcp_args m = {.login = -1};
-	struct cli_extra_options extra = {mcp_options, handle_option, &m};
+	struct cli_extra_options extra = {mcp_options, handle_option, &m, .approvals = true};
+	struct ward_approver *ap = NULL;
 	struct cli_run_args a;
 	struct ward__mcp_config cfg = {0};
 	struct ward_error err = {0};
@@ -119,12 +131,26 @@ int cli_mcp(int argc, char **argv)
 		cli_run_args_release(&a);
 		return 0;
 	}
-	/* Check the policy once up front: a bad one is a start-up error, not a tool error per call. */
-	r = ward_policy_resolve(a.policy, &err);
-	if (r < 0) {
-		cli_report_error(&err);
-		cli_run_args_release(&a);
-		return WARD_EXIT_FAILURE;
+	if (a.approvals) {
+		/* The approver protects its own files in the policy, which it resolves. */
+		if (ward_approver_new(&ap) < 0) {
+			cli_errorf("out of memory");
+			cli_run_args_release(&a);
+			return WARD_EXIT_FAILURE;
+		}
+		if (cli_approver_prepare(&a, ap, "mcp") < 0) {
+			ward_approver_free(ap);
+			cli_run_args_release(&a);
+			return WARD_EXIT_FAILURE;
+		}
+	} else {
+		/* Check the policy once up front: a bad one is a start-up error, not a tool error. */
+		r = ward_policy_resolve(a.policy, &err);
+		if (r < 0) {
+			cli_report_error(&err);
+			cli_run_args_release(&a);
+			return WARD_EXIT_FAILURE;
+		}
 	}
 	/* A client that goes away must not kill ward before it has killed every session. */
 	signal(SIGPIPE, SIG_IGN);
@@ -136,7 +162,9 @@ int cli_mcp(int argc, char **argv)
 	cfg.max_sessions = m.max_sessions;
 	cfg.shell = m.shell;
 	cfg.login = m.login;
+	cfg.approver = ap;
 	r = ward__mcp_serve(&cfg, STDIN_FILENO, STDOUT_FILENO, &err);
+	ward_approver_free(ap);
 	cli_run_args_release(&a);
 	if (r < 0) {
 		cli_report_error(&err);

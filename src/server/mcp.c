@@ -19,6 +19,7 @@
 #include "basic/error.h"
 #include "basic/loop.h"
 #include "basic/util.h"
+#include "approval/approval.h"
 #include "exec/exec.h"
 #include "rpc/jsonrpc.h"
 #include "server/args.h"
@@ -40,7 +41,30 @@ enum tool {
 
 struct mcp;
 
-/* A tools/call waiting for its session call. */
+/* An exec_command going through the approver (see "approvals" below). */
+struct approval {
+	struct ward__approval_step *step;
+	struct ward__approval_action act;
+	struct ward_approval_request *req;
+	/* The call's arguments, kept for the runs. */
+	char *cmd, *workdir, *shell, *until;
+	size_t until_len;
+	bool tty, until_any_output;
+	int64_t yield_ms, max_tokens;
+	int login;
+	/* The question being asked (an elicitation request of ours). */
+	bool asking;
+	int64_t elicit_id;
+	uint64_t elicit_timer;
+	char *asked_reason; /* what the last question said, for the fallback's text */
+	bool asked_unsandboxed;
+	/* The last run's reply, kept while a retry outside the sandbox is asked. */
+	struct ward__session_reply *reply;
+	bool retried;
+	char *notes; /* notices for the result */
+};
+
+/* A tools/call waiting for its session call (or a person's answer). */
 struct pending {
 	struct pending *prev, *next;
 	struct mcp *m;
@@ -49,6 +73,7 @@ struct pending {
 	enum tool tool;
 	json_t *progress_token;
 	uint64_t last_progress;
+	struct approval *ap;
 };
 
 struct mcp {
@@ -66,6 +91,8 @@ struct mcp {
 	bool killing; /* draining, the grace is over: every session was killed */
 	bool shutting_down;
 	uint64_t drain_timer;
+	bool elicitation; /* the client can ask its user (form elicitation) */
+	int64_t next_request_id; /* ids of ward's own requests to the client */
 };
 
 static void begin_shutdown(struct mcp *m);
@@ -190,6 +217,41 @@ static void add_until_props(json_t *props)
 				 "wait)."));
 }
 
+/* Codex's per-call approval fields (codex.md 5.1), offered when the server has an approver. */
+static void add_approval_props(json_t *props)
+{
+	json_object_set_new(
+		props, "sandbox_permissions",
+		json_pack("{s:s, s:[s,s,s], s:s}", "type", "string", "enum", "use_default",
+			  "require_escalated", "with_additional_permissions", "description",
+			  "use_default (or omitted): run in the sandbox. require_escalated: ask "
+			  "the person to run this command outside the sandbox (give a "
+			  "justification). with_additional_permissions: ask to run it in the "
+			  "sandbox widened by additional_permissions."));
+	json_object_set_new(props, "justification",
+			    prop("string", "Only with require_escalated or "
+					   "with_additional_permissions: one sentence for the "
+					   "person, why the command needs it."));
+	json_object_set_new(
+		props, "prefix_rule",
+		json_pack("{s:s, s:{s:s}, s:s}", "type", "array", "items", "type", "string",
+			  "description",
+			  "Only with require_escalated: a command prefix the person may choose "
+			  "to always allow, e.g. [\"git\", \"pull\"] (shells, interpreters "
+			  "and git alone are refused)."));
+	json_object_set_new(
+		props, "additional_permissions",
+		json_pack("{s:s, s:s, s:{s:{s:s, s:{s:{s:s}}}, s:{s:s, s:{s:{s:s, s:{s:s}}, "
+			  "s:{s:s, s:{s:s}}}}}}",
+			  "type", "object", "description",
+			  "Only with with_additional_permissions: what to add for this command: "
+			  "file_system.write (absolute paths made writable), network.enabled.",
+			  "properties", "network", "type", "object", "properties", "enabled",
+			  "type", "boolean", "file_system", "type", "object", "properties", "read",
+			  "type", "array", "items", "type", "string", "write", "type", "array",
+			  "items", "type", "string"));
+}
+
 static json_t *reply_output_schema(void)
 {
 	return json_pack("{s:s, s:{s:{s:s}, s:{s:s}, s:{s:s}, s:{s:s}, s:{s:s}, s:{s:s}, s:{s:s},"
@@ -248,6 +310,8 @@ static json_t *tools_list(struct mcp *m)
 				 "Run the shell as a login shell (-lc, default "
 				 "true) or not (-c)."));
 	add_until_props(props);
+	if (m->cfg->approver)
+		add_approval_props(props);
 	t = json_pack(
 		"{s:s, s:s, s:s, s:{s:s, s:o, s:[s], s:b}, s:o}", "name", "exec_command", "title",
 		"Run a command in a sandbox", "description",
@@ -338,8 +402,11 @@ static json_t *tools_list(struct mcp *m)
 
 /* ------------------------------------------------------------ tools: calls */
 
+static void approval_free(struct mcp *m, struct approval *ap);
+
 static void pending_free(struct mcp *m, struct pending *p)
 {
+	approval_free(m, p->ap);
 	if (p->prev)
 		p->prev->next = p->next;
 	else if (m->pending == p)
@@ -417,13 +484,28 @@ static struct pending *pending_new(struct mcp *m, const struct ward__rpc_msg *ms
 	return p;
 }
 
+static json_t *approval_start(struct mcp *m, struct pending *p, const struct ward__exec_args *a,
+			      const json_t *args);
+
 static json_t *call_exec(struct mcp *m, struct pending *p, const json_t *args)
 {
-	static const char *const keys[] = {
-		"cmd",	 "workdir", "tty",   "yield_time_ms",	 "max_output_tokens",
-		"shell", "login",   "until", "until_any_output", NULL};
+	static const char *const keys[] = {"cmd",
+					   "workdir",
+					   "tty",
+					   "yield_time_ms",
+					   "max_output_tokens",
+					   "shell",
+					   "login",
+					   "until",
+					   "until_any_output",
+					   "sandbox_permissions",
+					   "justification",
+					   "prefix_rule",
+					   "additional_permissions",
+					   NULL};
 	struct ward__exec_args a = {.yield_ms = -1, .max_output_tokens = -1, .login = -1};
 	struct ward_error e = {0};
+	const char *sp = NULL;
 	char why[160];
 	bool login = true;
 	int q;
@@ -438,12 +520,24 @@ static json_t *call_exec(struct mcp *m, struct pending *p, const json_t *args)
 	    ward__arg_str(args, "until", &a.until, &a.until_len, why, sizeof(why)) < 0 ||
 	    ward__arg_bool(args, "until_any_output", &a.until_any_output, why, sizeof(why)) < 0 ||
 	    ward__arg_str(args, "shell", &a.shell, NULL, why, sizeof(why)) < 0 ||
+	    ward__arg_str(args, "sandbox_permissions", &sp, NULL, why, sizeof(why)) < 0 ||
 	    (q = ward__arg_bool(args, "login", &login, why, sizeof(why))) < 0)
 		return tool_error(m, "invalid arguments: %s", why);
 	if (!a.cmd)
 		return tool_error(m, "invalid arguments: 'cmd' is required");
 	if (q > 0)
 		a.login = login;
+	if (m->cfg->approver)
+		return approval_start(m, p, &a, args);
+	/* Without an approver nothing leaves the sandbox: say so rather than ignore the ask. */
+	if ((sp && strcmp(sp, "use_default") != 0) || json_object_get(args, "justification") ||
+	    json_object_get(args, "prefix_rule") || json_object_get(args, "additional_permissions"))
+		return tool_error(
+			m,
+			"this server runs every command in its sandbox and asks nobody (it was "
+			"started without --ask-for-approval): sandbox_permissions, justification, "
+			"prefix_rule and additional_permissions are not available; run the command "
+			"as it is, or ask the person to run it");
 	if (ward__sessions_exec(m->sessions, &a, on_session_done, p, &p->call, &e) < 0)
 		return tool_error(m, "%s", e.message);
 	return NULL;
@@ -491,6 +585,703 @@ static json_t *call_kill(struct mcp *m, struct pending *p, const json_t *args)
 	if (ward__sessions_kill(m->sessions, (int)id, on_session_done, p, &p->call, &e) < 0)
 		return tool_error(m, "%s", e.message);
 	return NULL;
+}
+
+/* ------------------------------------------------------------ approvals */
+
+/*
+ * With an approver (`ward mcp -a MODE`, --rules...), exec_command goes
+ * through libward's approval step machine (src/approval): ASK becomes an MCP
+ * elicitation (elicitation/create, the tool call waiting for the person's
+ * answer), RUN a session exec under the step's policy, and a sandboxed run
+ * that exited denied may be asked about again ("retry without sandbox?") and
+ * run outside the sandbox. A client without elicitation gets the mode's
+ * fallback: the command is not run and the tool error tells the model what
+ * to ask the person.
+ */
+
+/* How long a question waits for the person before the command is not run. */
+#define WARD_MCP_ELICIT_TIMEOUT_NS (600ULL * 1000000000)
+
+static void approval_free(struct mcp *m, struct approval *ap)
+{
+	if (!ap)
+		return;
+	ward__loop_del_timer(m->loop, ap->elicit_timer);
+	ward__approval_step_free(ap->step);
+	ward_approval_request_free(ap->req);
+	ward__session_reply_free(ap->reply);
+	free(ap->cmd);
+	free(ap->workdir);
+	free(ap->shell);
+	free(ap->until);
+	free(ap->asked_reason);
+	free(ap->notes);
+	free(ap);
+}
+
+/* Sends a call's result and forgets the call. */
+static void pending_finish(struct mcp *m, struct pending *p, json_t *res)
+{
+	send_result(m, &p->id, res);
+	pending_free(m, p);
+	if (m->draining && m->n_pending == 0)
+		begin_shutdown(m);
+}
+
+static void add_note(struct approval *ap, const char *note)
+{
+	char *n;
+
+	if (!note || !note[0] || (ap->notes && strstr(ap->notes, note)))
+		return;
+	if (asprintf(&n, "%s%s%s", ap->notes ? ap->notes : "", ap->notes ? "; " : "", note) < 0)
+		return;
+	free(ap->notes);
+	ap->notes = n;
+}
+
+/*
+ * Text a command or a model controls, fit to show a person: control
+ * characters (C0, DEL, C1) and bidirectional overrides are written as
+ * escapes, so they can neither restyle the question nor hide part of it.
+ */
+static char *printable(const char *s, size_t max)
+{
+	struct ward__buf b;
+	size_t n = strlen(s);
+
+	ward__buf_init(&b, max * 6 + 16);
+	for (size_t i = 0; i < n && b.len < max * 6; i++) {
+		unsigned char c = (unsigned char)s[i];
+
+		if (c == '\n' || c == '\t' || (c >= 0x20 && c < 0x7f)) {
+			ward__buf_append_byte(&b, c);
+		} else if (c < 0x20 || c == 0x7f) {
+			ward__buf_printf(&b, "\\x%02x", c);
+		} else if (c == 0xc2 && i + 1 < n && (unsigned char)s[i + 1] >= 0x80 &&
+			   (unsigned char)s[i + 1] <= 0x9f) {
+			ward__buf_printf(&b, "\\u%04x", (unsigned char)s[i + 1]);
+			i++;
+		} else if (c == 0xe2 && i + 2 < n && (unsigned char)s[i + 1] == 0x80 &&
+			   (unsigned char)s[i + 2] >= 0xaa && (unsigned char)s[i + 2] <= 0xae) {
+			ward__buf_printf(&b, "\\u%04x", 0x2000 + ((unsigned char)s[i + 2] - 0x80));
+			i += 2;
+		} else if (c == 0xe2 && i + 2 < n && (unsigned char)s[i + 1] == 0x81 &&
+			   (unsigned char)s[i + 2] >= 0xa6 && (unsigned char)s[i + 2] <= 0xa9) {
+			ward__buf_printf(&b, "\\u%04x", 0x2040 + ((unsigned char)s[i + 2] - 0x80));
+			i += 2;
+		} else {
+			ward__buf_append_byte(&b, c);
+		}
+	}
+	if (n > max && b.len >= max * 6)
+		ward__buf_append_str(&b, "...");
+	ward__buf_append_byte(&b, 0);
+	return (char *)ward__buf_steal(&b, NULL);
+}
+
+static const char *const decision_titles[] = {
+	[WARD_REVIEW_APPROVED] = "Yes, run it this once",
+	[WARD_REVIEW_APPROVED_FOR_SESSION] =
+		"Yes, and do not ask again for this command in this directory (until ward mcp ends)",
+	[WARD_REVIEW_APPROVED_EXECPOLICY_AMENDMENT] = "Yes, and always allow commands starting with",
+	[WARD_REVIEW_DENIED] = "No, do not run it (the agent is told)",
+	[WARD_REVIEW_ABORT] = "No, and the agent should stop",
+};
+
+/* The question as an elicitation: a message and a one-field form (the decision). */
+static json_t *elicit_params(struct mcp *m, struct approval *ap,
+			     const struct ward_approval_question *q)
+{
+	_cleanup_free_ char *cmd = printable(ap->cmd, 4096);
+	_cleanup_free_ char *cwd = printable(q->cwd ? q->cwd : "", 1024);
+	_cleanup_free_ char *reason = printable(q->reason, 2048);
+	_cleanup_free_ char *just = q->justification ? printable(q->justification, 2048) : NULL;
+	_cleanup_free_ char *prefix = NULL;
+	bool titled = strcmp(m->version, "2025-11-25") >= 0;
+	json_t *values = json_array(), *names = json_array(), *field, *res;
+	struct ward__buf b;
+
+	if (q->proposed_prefix_rule) {
+		struct ward__buf pb;
+
+		ward__buf_init(&pb, 8192);
+		for (size_t i = 0; q->proposed_prefix_rule[i]; i++)
+			ward__buf_printf(&pb, "%s%s", i ? " " : "", q->proposed_prefix_rule[i]);
+		ward__buf_append_byte(&pb, 0);
+		prefix = printable(pb.data ? (char *)pb.data : "", 1024);
+		ward__buf_release(&pb);
+	}
+	ward__buf_init(&b, 256 * 1024);
+	ward__buf_printf(&b, "%s\n\n$ %s\n(in %s)\n\nWhy ward asks: %s\n",
+			 q->retry ? "The sandbox refused this command. Run it again OUTSIDE the "
+				    "sandbox?"
+			 : q->unsandboxed ? "Allow this command to run OUTSIDE the sandbox "
+					    "(with your full access to files and the network)?"
+					  : "Allow this command to run (in the sandbox)?",
+			 cmd ? cmd : "?", cwd ? cwd : "?", reason ? reason : "?");
+	if (just)
+		ward__buf_printf(&b, "The agent says: %s\n", just);
+	for (size_t i = 0; i < q->n_denials && i < 10; i++) {
+		_cleanup_free_ char *t = printable(q->denials[i].target, 512);
+
+		ward__buf_printf(&b, "%s%s %s%s%s\n", i == 0 ? "\nThe sandbox refused:\n" : "",
+				 q->denials[i].access, t ? t : "?",
+				 q->denials[i].syscall && q->denials[i].syscall[0] ? " by " : "",
+				 q->denials[i].syscall ? q->denials[i].syscall : "");
+	}
+	if (q->n_denials > 10 || q->denials_dropped)
+		ward__buf_printf(&b, "and %zu more\n",
+				 (q->n_denials > 10 ? q->n_denials - 10 : 0) + q->denials_dropped);
+	ward__buf_append_byte(&b, 0);
+
+	for (int d = WARD_REVIEW_APPROVED; d <= WARD_REVIEW_ABORT; d++) {
+		char *title = NULL;
+
+		if (!(q->decisions & (1u << d)))
+			continue;
+		if (d == WARD_REVIEW_APPROVED_EXECPOLICY_AMENDMENT &&
+		    asprintf(&title, "%s `%s`", decision_titles[d], prefix ? prefix : "?") < 0)
+			title = NULL;
+		if (titled)
+			json_array_append_new(
+				values, json_pack("{s:s, s:s}", "const",
+						  ward_review_decision_to_string(d), "title",
+						  title ? title : decision_titles[d]));
+		else
+			json_array_append_new(values,
+					      json_string(ward_review_decision_to_string(d)));
+		json_array_append_new(names, json_string(title ? title : decision_titles[d]));
+		free(title);
+	}
+	if (titled) {
+		field = json_pack("{s:s, s:s, s:o}", "type", "string", "title", "Your decision",
+				  "oneOf", values);
+		json_decref(names);
+	} else {
+		field = json_pack("{s:s, s:s, s:o, s:o}", "type", "string", "title",
+				  "Your decision", "enum", values, "enumNames", names);
+	}
+	res = json_pack("{s:s, s:{s:s, s:{s:o}, s:[s]}}", "message",
+			b.data ? (char *)b.data : "", "requestedSchema", "type", "object",
+			"properties", "decision", field, "required", "decision");
+	ward__buf_release(&b);
+	/* 2025-11-25 names the form mode (it added URL elicitation); earlier revisions have none. */
+	if (res && titled)
+		json_object_set_new(res, "mode", json_string("form"));
+	return res;
+}
+
+
+static json_t *approval_drive(struct mcp *m, struct pending *p);
+
+/* Sends the question of ap->act as elicitation/create; 0, or -errno (then nobody is asked). */
+static int elicit(struct mcp *m, struct pending *p);
+
+/* Nobody can answer the question now: the step decides (not run), with why. */
+static int no_answer(struct mcp *m, struct pending *p, const char *why, struct ward_error *e)
+{
+	struct approval *ap = p->ap;
+
+	ap->asking = false;
+	ward__loop_del_timer(m->loop, ap->elicit_timer);
+	ap->elicit_timer = 0;
+	return ward__approval_no_answer(ap->step, why, &ap->act, e);
+}
+
+/* Tells the client a question of ours is moot (its call went, or it took too long). */
+static void withdraw_question(struct mcp *m, struct approval *ap, const char *why)
+{
+	if (!ap->asking)
+		return;
+	send_notification(m, "notifications/cancelled",
+			  json_pack("{s:I, s:s}", "requestId", (json_int_t)ap->elicit_id, "reason",
+				    why));
+}
+
+/* The tool result of a run: its reply in Codex's layout, the approval's notes added. */
+static json_t *approval_reply_result(struct mcp *m, struct approval *ap)
+{
+	struct ward__session_reply *r = ap->reply;
+	json_t *res;
+
+	if (ap->notes) {
+		char *n = NULL;
+
+		if (asprintf(&n, "%s%s%s", r->note ? r->note : "", r->note ? "; " : "",
+			     ap->notes) >= 0) {
+			free(r->note);
+			r->note = n;
+		}
+	}
+	res = tool_result(m, ward__session_reply_text(r), ward__session_reply_json(r), false);
+	ward__session_reply_free(r);
+	ap->reply = NULL;
+	return res;
+}
+
+/* Not run (or not run again): what the model is told. */
+static json_t *approval_rejected(struct mcp *m, struct pending *p)
+{
+	struct approval *ap = p->ap;
+	const struct ward__approval_action *act = &ap->act;
+	_cleanup_free_ char *cmd = printable(ap->cmd, 1024);
+
+	if (ap->reply) {
+		/* The sandboxed run stands; it was not run again outside the sandbox. */
+		char *n = NULL;
+
+		if (asprintf(&n, "not run again outside the sandbox: %s", act->reason) >= 0) {
+			add_note(ap, n);
+			free(n);
+		}
+		return approval_reply_result(m, ap);
+	}
+	switch (act->status) {
+	case WARD_APPROVAL_ABORTED:
+		return tool_error(m,
+				  "Not run: %s. The person stopped this: do not run anything "
+				  "else; wait for their instructions.",
+				  act->reason);
+	case WARD_APPROVAL_DENIED:
+		if (ap->asked_reason && strstr(act->reason, "nobody could be asked") == NULL &&
+		    strncmp(act->reason, "not approved: ", 14) == 0)
+			return tool_error(
+				m,
+				"Not run: it needs the person's approval (%s) and %s. Ask the "
+				"person in your reply whether to run `%s`%s; they can run it "
+				"themselves, approve it in a client that can ask them, or allow it "
+				"with a rule (see ward's docs/rules.md).",
+				ap->asked_reason, act->reason + 14, cmd ? cmd : ap->cmd,
+				ap->asked_unsandboxed ? " outside the sandbox" : "");
+		return tool_error(m,
+				  "Not run: %s. Do not try it again as it is; ask the person how "
+				  "to proceed.",
+				  act->reason);
+	case WARD_APPROVAL_REJECTED:
+	case WARD_APPROVAL_RAN_SANDBOXED:
+	case WARD_APPROVAL_RAN_UNSANDBOXED:
+		break;
+	}
+	return tool_error(m, "Not run: %s", act->reason);
+}
+
+static void on_approved_done(struct ward__session_reply *r, void *userdata);
+
+/* Runs the command as RUN says: a session under the step's policy. */
+static int approval_run(struct mcp *m, struct pending *p, struct ward_error *e)
+{
+	struct approval *ap = p->ap;
+	struct ward__exec_args a = {
+		.cmd = ap->cmd,
+		.workdir = ap->workdir,
+		.tty = ap->tty,
+		.yield_ms = ap->yield_ms,
+		.max_output_tokens = ap->max_tokens,
+		.shell = ap->shell,
+		.login = ap->login,
+		.until = ap->until,
+		.until_len = ap->until_len,
+		.until_any_output = ap->until_any_output,
+		.unsandboxed = !ap->act.sandboxed,
+		.policy = ap->act.policy != m->cfg->policy ? ap->act.policy : NULL,
+	};
+
+	if (!ap->act.sandboxed && ap->reply) {
+		ap->retried = true;
+		add_note(ap, "ran again outside the sandbox: the sandbox had refused it and the "
+			     "person approved");
+	} else if (!ap->act.sandboxed) {
+		add_note(ap, "ran outside the sandbox (approved)");
+	}
+	return ward__sessions_exec(m->sessions, &a, on_approved_done, p, &p->call, e);
+}
+
+/* Performs the step's actions until one has to wait; the result when the call is over. */
+static json_t *approval_drive(struct mcp *m, struct pending *p)
+{
+	struct approval *ap = p->ap;
+	struct ward_error e = {0};
+	int r;
+
+	for (;;) {
+		add_note(ap, ap->act.notice);
+		switch (ap->act.kind) {
+		case WARD__APPROVAL_ASK:
+			free(ap->asked_reason);
+			ap->asked_reason = strdup(ap->act.question->reason);
+			ap->asked_unsandboxed = ap->act.question->unsandboxed;
+			if (m->draining)
+				r = no_answer(m, p, "ward is shutting down", &e);
+			else if (!m->elicitation)
+				r = no_answer(m, p,
+					      "this MCP client cannot ask the person (it does not "
+					      "support elicitation)",
+					      &e);
+			else if (elicit(m, p) < 0)
+				r = no_answer(m, p, "the question could not be sent to the client",
+					      &e);
+			else
+				return NULL;
+			break;
+		case WARD__APPROVAL_RUN:
+			if (approval_run(m, p, &e) < 0) {
+				if (ap->reply)
+					return approval_reply_result(m, ap);
+				return tool_error(m, "%s", e.message);
+			}
+			return NULL;
+		case WARD__APPROVAL_REJECT:
+			return approval_rejected(m, p);
+		case WARD__APPROVAL_DONE:
+		default:
+			if (!ap->reply)
+				return tool_error(m, "the command's result was lost");
+			return approval_reply_result(m, ap);
+		}
+		if (r < 0) {
+			if (ap->reply)
+				return approval_reply_result(m, ap);
+			return tool_error(m, "%s", e.message);
+		}
+	}
+}
+
+static void on_approved_done(struct ward__session_reply *r, void *userdata)
+{
+	struct pending *p = userdata;
+	struct mcp *m = p->m;
+	struct approval *ap = p->ap;
+	struct ward__approval_outcome o;
+	struct ward_error e = {0};
+	json_t *res;
+
+	p->call = 0;
+	if (!r || r->error) {
+		if (ap->reply) {
+			/* The retry could not run: the sandboxed run's result stands. */
+			add_note(ap, r ? r->error : "the run outside the sandbox failed");
+			ward__session_reply_free(r);
+			pending_finish(m, p, approval_reply_result(m, ap));
+			return;
+		}
+		res = r ? tool_error(m, "%s", r->error)
+			: tool_error(m, "out of memory building the result");
+		ward__session_reply_free(r);
+		pending_finish(m, p, res);
+		return;
+	}
+	ward__session_reply_free(ap->reply);
+	ap->reply = r;
+	if (!r->exited) {
+		/* Still running after its window: a session now; the approval is over. */
+		pending_finish(m, p, approval_reply_result(m, ap));
+		return;
+	}
+	o = (struct ward__approval_outcome){
+		.exit_code = r->exit_code,
+		.denied = r->denied > 0,
+		.denials = r->denials,
+		.n_denials = r->n_denials,
+		.denials_dropped = r->denials_dropped,
+	};
+	if (ward__approval_ran(ap->step, &o, &ap->act, &e) < 0) {
+		add_note(ap, e.message);
+		pending_finish(m, p, approval_reply_result(m, ap));
+		return;
+	}
+	res = approval_drive(m, p);
+	if (res)
+		pending_finish(m, p, res);
+}
+
+static void on_elicit_timeout(struct ward__loop *l, void *userdata)
+{
+	struct pending *p = userdata;
+	struct mcp *m = p->m;
+	struct ward_error e = {0};
+	json_t *res;
+
+	p->ap->elicit_timer = 0;
+	withdraw_question(m, p->ap, "no answer in time");
+	if (no_answer(m, p, "the person did not answer within 10 minutes", &e) < 0) {
+		pending_finish(m, p, tool_error(m, "%s", e.message));
+		return;
+	}
+	res = approval_drive(m, p);
+	if (res)
+		pending_finish(m, p, res);
+}
+
+static int elicit(struct mcp *m, struct pending *p)
+{
+	struct approval *ap = p->ap;
+	json_t *params = elicit_params(m, ap, ap->act.question);
+	struct ward__rpc_id id = {.type = WARD_RPC_ID_INT};
+	struct ward__buf b;
+	int r;
+
+	if (!params)
+		return -ENOMEM;
+	id.num = ap->elicit_id = ++m->next_request_id;
+	ward__buf_init(&b, 1 << 20);
+	r = ward__rpc_encode_request(&m->codec, &b, &id, "elicitation/create", params);
+	if (r >= 0)
+		r = ward__lineconn_send(m->conn, b.data, b.len);
+	ward__buf_release(&b);
+	json_decref(params);
+	if (r < 0)
+		return r;
+	ap->asking = true;
+	return ward__loop_add_timer(m->loop, ward__now_ns() + WARD_MCP_ELICIT_TIMEOUT_NS,
+				    on_elicit_timeout, p, &ap->elicit_timer);
+}
+
+/* The client's answer to one of our questions. */
+static void handle_response(struct mcp *m, const struct ward__rpc_msg *msg)
+{
+	struct pending *p;
+	struct approval *ap = NULL;
+	struct ward_error e = {0};
+	enum ward_review_decision d;
+	const char *action, *dec;
+	json_t *res;
+	int r;
+
+	if (msg->id.type != WARD_RPC_ID_INT)
+		return;
+	for (p = m->pending; p; p = p->next)
+		if (p->ap && p->ap->asking && p->ap->elicit_id == msg->id.num) {
+			ap = p->ap;
+			break;
+		}
+	if (!ap)
+		return; /* An answer to a question withdrawn meanwhile, or to nothing. */
+	ap->asking = false;
+	ward__loop_del_timer(m->loop, ap->elicit_timer);
+	ap->elicit_timer = 0;
+	if (msg->kind == WARD_RPC_ERROR) {
+		_cleanup_free_ char *why = NULL;
+
+		if (asprintf(&why, "the client could not ask the person (%.200s)",
+			     msg->error_message ? msg->error_message : "an error") < 0)
+			why = NULL;
+		r = no_answer(m, p, why ? why : "the client could not ask the person", &e);
+	} else {
+		action = json_string_value(json_object_get(msg->result, "action"));
+		dec = json_string_value(
+			json_object_get(json_object_get(msg->result, "content"), "decision"));
+		if (action && strcmp(action, "accept") == 0 && dec &&
+		    ward_review_decision_from_string(dec, &d) >= 0 &&
+		    (ap->act.question->decisions & (1u << d)))
+			r = ward__approval_answer(ap->step, d, &ap->act, &e);
+		else if (action && strcmp(action, "decline") == 0)
+			r = ward__approval_answer(ap->step, WARD_REVIEW_DENIED, &ap->act, &e);
+		else if (action && strcmp(action, "cancel") == 0)
+			r = no_answer(m, p, "the person dismissed the question", &e);
+		else
+			r = no_answer(m, p,
+				      "the client's answer was not one of the decisions offered",
+				      &e);
+	}
+	res = r < 0 ? tool_error(m, "%s", e.message) : approval_drive(m, p);
+	if (res)
+		pending_finish(m, p, res);
+}
+
+/* additional_permissions: {network: {enabled}, file_system: {read: [abs], write: [abs]}}. */
+static int parse_additional(const json_t *v, struct ward_approval_request *req, char *why,
+			    size_t size)
+{
+	static const char *const top[] = {"network", "file_system", NULL};
+	static const char *const net_keys[] = {"enabled", NULL};
+	static const char *const fs_keys[] = {"read", "write", NULL};
+	json_t *net = json_object_get(v, "network"), *fs = json_object_get(v, "file_system"), *x;
+	size_t i;
+
+	if (!json_is_object(v)) {
+		snprintf(why, size, "'additional_permissions' must be an object");
+		return -1;
+	}
+	if (!ward__check_keys(v, top, why, size))
+		return -1;
+	if (net && !json_is_null(net)) {
+		bool on = false;
+
+		if (!json_is_object(net) || !ward__check_keys(net, net_keys, why, size) ||
+		    ward__arg_bool(net, "enabled", &on, why, size) < 0) {
+			if (!json_is_object(net))
+				snprintf(why, size,
+					 "'additional_permissions.network' must be an object");
+			return -1;
+		}
+		if (on && ward_approval_request_set_network(req, true) < 0) {
+			snprintf(why, size, "out of memory");
+			return -1;
+		}
+	}
+	if (!fs || json_is_null(fs))
+		return 0;
+	if (!json_is_object(fs) || !ward__check_keys(fs, fs_keys, why, size)) {
+		if (!json_is_object(fs))
+			snprintf(why, size,
+				 "'additional_permissions.file_system' must be an object");
+		return -1;
+	}
+	for (int w = 0; w < 2; w++) {
+		json_t *list = json_object_get(fs, w ? "write" : "read");
+
+		if (!list || json_is_null(list))
+			continue;
+		if (!json_is_array(list) || json_array_size(list) > WARD_APPROVAL_MAX_WRITABLE) {
+			snprintf(why, size,
+				 "'additional_permissions.file_system.%s' must be an array of at "
+				 "most %d absolute paths",
+				 w ? "write" : "read", WARD_APPROVAL_MAX_WRITABLE);
+			return -1;
+		}
+		json_array_foreach(list, i, x)
+		{
+			const char *path = json_string_value(x);
+
+			if (!path || path[0] != '/' || strlen(path) >= PATH_MAX) {
+				snprintf(why, size,
+					 "'additional_permissions.file_system.%s[%zu]' must be an "
+					 "absolute path",
+					 w ? "write" : "read", i);
+				return -1;
+			}
+			/* Reading is allowed everywhere but the deny-read paths, which no call lifts. */
+			if (w && ward_approval_request_add_writable(req, path) < 0) {
+				snprintf(why, size, "cannot add the writable path '%.200s'", path);
+				return -1;
+			}
+		}
+	}
+	return 0;
+}
+
+static char *dup_or_null(const char *s)
+{
+	return s ? strdup(s) : NULL;
+}
+
+static json_t *approval_start(struct mcp *m, struct pending *p, const struct ward__exec_args *a,
+			      const json_t *args)
+{
+	const json_t *jprefix = json_object_get(args, "prefix_rule");
+	const json_t *jadd = json_object_get(args, "additional_permissions");
+	const char *sp = NULL, *just = NULL;
+	enum ward_sandbox_permissions perms = WARD_SANDBOX_PERMISSIONS_USE_DEFAULT;
+	_cleanup_free_ char *workdir = NULL;
+	const char *shell = a->shell && a->shell[0] ? a->shell : ward__sessions_shell(m->sessions);
+	struct ward_error e = {0};
+	struct approval *ap;
+	char why[256];
+	const char *argv[4];
+	int login = a->login < 0 ? m->cfg->login != 0 : a->login;
+	int r;
+
+	ap = calloc(1, sizeof(*ap));
+	if (!ap)
+		return tool_error(m, "out of memory");
+	p->ap = ap;
+	if (ward__arg_str(args, "sandbox_permissions", &sp, NULL, why, sizeof(why)) < 0 ||
+	    ward__arg_str(args, "justification", &just, NULL, why, sizeof(why)) < 0)
+		return tool_error(m, "invalid arguments: %s", why);
+	if (sp && ward_sandbox_permissions_from_string(sp, &perms) < 0)
+		return tool_error(m,
+				  "invalid arguments: 'sandbox_permissions' must be use_default, "
+				  "require_escalated or with_additional_permissions");
+	if (ward_approval_request_new(&ap->req) < 0 ||
+	    ward_approval_request_set_sandbox_permissions(ap->req, perms) < 0 ||
+	    ward_approval_request_set_tty(ap->req, a->tty) < 0)
+		return tool_error(m, "out of memory");
+	if (just && ward_approval_request_set_justification(ap->req, just) < 0)
+		return tool_error(m, "invalid arguments: 'justification' is too long");
+	if (jprefix && !json_is_null(jprefix)) {
+		const char *words[WARD_APPROVAL_MAX_PREFIX + 1] = {0};
+		size_t i;
+		json_t *w;
+
+		if (!json_is_array(jprefix) || json_array_size(jprefix) > WARD_APPROVAL_MAX_PREFIX)
+			return tool_error(m,
+					  "invalid arguments: 'prefix_rule' must be an array of at "
+					  "most %d strings",
+					  WARD_APPROVAL_MAX_PREFIX);
+		json_array_foreach(jprefix, i, w)
+		{
+			words[i] = json_string_value(w);
+			if (!words[i] || !words[i][0])
+				return tool_error(m,
+						  "invalid arguments: 'prefix_rule[%zu]' must be a "
+						  "non-empty string",
+						  i);
+		}
+		if (ward_approval_request_set_prefix_rule(ap->req, words) < 0)
+			return tool_error(m, "invalid arguments: 'prefix_rule' is too long");
+	}
+	if (jadd && !json_is_null(jadd) && parse_additional(jadd, ap->req, why, sizeof(why)) < 0)
+		return tool_error(m, "invalid arguments: %s", why);
+	/* The command's directory: the question shows it and the cache is scoped to it. */
+	if (a->workdir && a->workdir[0])
+		workdir = a->workdir[0] == '/'
+				  ? strdup(a->workdir)
+				  : ward__path_join(ward__sessions_cwd(m->sessions), a->workdir);
+	else
+		workdir = strdup(ward__sessions_cwd(m->sessions));
+	if (!workdir || ward__approval_request_set_cwd(ap->req, workdir) < 0)
+		return tool_error(m, "out of memory");
+	ap->cmd = strdup(a->cmd);
+	ap->workdir = dup_or_null(a->workdir);
+	ap->shell = dup_or_null(a->shell);
+	if (a->until) {
+		ap->until = malloc(a->until_len + 1);
+		if (ap->until) {
+			memcpy(ap->until, a->until, a->until_len);
+			ap->until[a->until_len] = '\0';
+		}
+	}
+	if (!ap->cmd || (a->workdir && !ap->workdir) || (a->shell && !ap->shell) ||
+	    (a->until && !ap->until))
+		return tool_error(m, "out of memory");
+	ap->until_len = a->until_len;
+	ap->tty = a->tty;
+	ap->until_any_output = a->until_any_output;
+	ap->yield_ms = a->yield_ms;
+	ap->max_tokens = a->max_output_tokens;
+	ap->login = a->login;
+	argv[0] = shell;
+	argv[1] = login ? "-lc" : "-c";
+	argv[2] = a->cmd;
+	argv[3] = NULL;
+	r = ward__approval_begin(m->cfg->approver, m->cfg->policy, argv, ap->req, &ap->step,
+				 &ap->act, &e);
+	if (r < 0)
+		return tool_error(m, "%s", e.message);
+	return approval_drive(m, p);
+}
+
+/* Ending: questions still open are withdrawn; their commands are not run. */
+static void approvals_abandon(struct mcp *m)
+{
+	struct pending *p = m->pending, *next;
+
+	for (; p; p = next) {
+		struct ward_error e = {0};
+		json_t *res;
+
+		next = p->next;
+		if (!p->ap || !p->ap->asking)
+			continue;
+		withdraw_question(m, p->ap, "ward is shutting down");
+		res = no_answer(m, p, "ward is shutting down", &e) < 0
+			      ? tool_error(m, "%s", e.message)
+			      : approval_drive(m, p);
+		if (res)
+			pending_finish(m, p, res);
+	}
 }
 
 static json_t *call_list(struct mcp *m, const json_t *args)
@@ -618,6 +1409,17 @@ static void handle_initialize(struct mcp *m, const struct ward__rpc_msg *msg)
 			m->version = supported_versions[i];
 	m->structured = strcmp(m->version, "2025-06-18") >= 0;
 	m->initialized = true;
+	/*
+	 * Form elicitation: since 2025-06-18; an empty object means form, else
+	 * "form" must be listed (2025-11-25 added URL mode).
+	 */
+	{
+		json_t *caps = json_object_get(msg->params, "capabilities");
+		json_t *el = json_object_get(caps, "elicitation");
+
+		m->elicitation = strcmp(m->version, "2025-06-18") >= 0 && json_is_object(el) &&
+				 (json_object_size(el) == 0 || json_object_get(el, "form"));
+	}
 	res = json_pack(
 		"{s:s, s:{s:{s:b}}, s:{s:s, s:s, s:s}, s:s}", "protocolVersion", m->version,
 		"capabilities", "tools", "listChanged", 0, "serverInfo", "name", "ward", "title",
@@ -639,8 +1441,16 @@ static void handle_cancelled(struct mcp *m, const struct ward__rpc_msg *msg)
 		return;
 	for (struct pending *p = m->pending; p; p = p->next)
 		if (id_matches(&p->id, rid)) {
+			/* A question of ours for it is withdrawn (and logged as unanswered). */
+			if (p->ap && p->ap->asking) {
+				struct ward_error e = {0};
+
+				withdraw_question(m, p->ap, "the tool call was cancelled");
+				no_answer(m, p, "the tool call was cancelled", &e);
+			}
 			/* No answer for a cancelled request; a session it started stays, as in Codex. */
-			ward__sessions_cancel(m->sessions, p->call);
+			if (p->call)
+				ward__sessions_cancel(m->sessions, p->call);
 			pending_free(m, p);
 			return;
 		}
@@ -655,8 +1465,10 @@ static void handle_message(struct mcp *m, const struct ward__rpc_msg *msg)
 		/* notifications/initialized and everything else: nothing to do. */
 		return;
 	}
-	if (msg->kind != WARD_RPC_REQUEST)
-		return; /* A response: ward sends no requests of its own here. */
+	if (msg->kind == WARD_RPC_RESULT || msg->kind == WARD_RPC_ERROR) {
+		handle_response(m, msg); /* to a question of ours */
+		return;
+	}
 	if (msg->params && !json_is_object(msg->params)) {
 		send_error(m, &msg->id, WARD_RPC_INVALID_PARAMS, "params must be an object");
 		return;
@@ -759,6 +1571,8 @@ static void on_grace_over(struct ward__loop *l, void *userdata)
 			     &m->drain_timer);
 }
 
+static void approvals_abandon(struct mcp *m);
+
 static void begin_drain(struct mcp *m, uint64_t grace_ns)
 {
 	if (m->draining) {
@@ -773,6 +1587,8 @@ static void begin_drain(struct mcp *m, uint64_t grace_ns)
 		return;
 	}
 	m->draining = true;
+	/* Nobody will answer a question now: those commands are not run. */
+	approvals_abandon(m);
 	if (m->n_pending == 0) {
 		begin_shutdown(m);
 		return;

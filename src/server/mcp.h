@@ -28,6 +28,13 @@ struct ward__mcp_config {
 	const char *shell; /* NULL: the user's */
 	int login; /* -1: default (login shell) */
 	int progress_interval_ms; /* 0: 1000 */
+	/*
+	 * Approvals (docs/approvals.md): exec_command goes through it, questions
+	 * going to the person through MCP elicitation. NULL: none (every command
+	 * runs in its sandbox). policy must then be resolved after
+	 * ward_approver_protect().
+	 */
+	struct ward_approver *approver;
 };
 
 /*

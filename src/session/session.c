@@ -1545,6 +1545,16 @@ size_t ward__sessions_count(const struct ward__sessions *s)
 	return s->count;
 }
 
+const char *ward__sessions_shell(const struct ward__sessions *s)
+{
+	return s->shell;
+}
+
+const char *ward__sessions_cwd(const struct ward__sessions *s)
+{
+	return s->cwd;
+}
+
 size_t ward__sessions_calls_in_flight(const struct ward__sessions *s)
 {
 	return s->n_calls;

@@ -174,6 +174,10 @@ WARD_INTERNAL int ward__sessions_set_progress(struct ward__sessions *s, uint64_t
 /* The sessions as a JSON array of objects (id, command, workdir, tty, running, exit_code, ...). */
 WARD_INTERNAL json_t *ward__sessions_list(struct ward__sessions *s);
 WARD_INTERNAL size_t ward__sessions_count(const struct ward__sessions *s);
+/* The shell commands run with when a call names none. */
+WARD_INTERNAL const char *ward__sessions_shell(const struct ward__sessions *s);
+/* The directory relative workdirs start from (the policy's cwd). */
+WARD_INTERNAL const char *ward__sessions_cwd(const struct ward__sessions *s);
 /* Kills every session's processes; calls waiting on them complete with what they printed. */
 WARD_INTERNAL void ward__sessions_terminate_all(struct ward__sessions *s);
 WARD_INTERNAL size_t ward__sessions_calls_in_flight(const struct ward__sessions *s);
