@@ -66,6 +66,64 @@ struct ward__proc {
 	bool dead;
 };
 
+/* ------------------------------------------------------------ the loop's shared inotify instance */
+
+/*
+ * Every guard of the procs of one loop shares one inotify instance (see
+ * struct ward__watches in sandbox.h): the kernel allows a user 128 instances
+ * by default, so an instance per sandbox stops a server at about a hundred
+ * processes. It lives as long as the loop: closing an instance waits for an
+ * SRCU grace period (milliseconds), which a server must not pay per process.
+ */
+struct loop_watches {
+	struct ward__watches *w;
+	uint64_t io;
+};
+
+static void on_watches(struct ward__loop *l, int fd, uint32_t events, void *userdata)
+{
+	struct loop_watches *lw = userdata;
+
+	ward__watches_dispatch(lw->w);
+}
+
+static void loop_watches_free(struct ward__loop *l, void *ext)
+{
+	struct loop_watches *lw = ext;
+
+	ward__loop_del_io(l, lw->io);
+	ward__watches_free(lw->w);
+	free(lw);
+}
+
+static int loop_watches(struct ward__loop *l, struct ward__watches **ret, struct ward_error *err)
+{
+	struct loop_watches *lw = ward__loop_get_ext(l, WARD__LOOP_EXT_GUARD_WATCHES);
+	int r;
+
+	if (lw) {
+		*ret = lw->w;
+		return 0;
+	}
+	lw = calloc(1, sizeof(*lw));
+	if (!lw)
+		return ward__error(err, -ENOMEM, "exec", "out of memory");
+	r = ward__watches_new(&lw->w, err);
+	if (r < 0) {
+		free(lw);
+		return r;
+	}
+	r = ward__loop_add_io(l, ward__watches_fd(lw->w), EPOLLIN, on_watches, lw, &lw->io);
+	if (r < 0) {
+		ward__watches_free(lw->w);
+		free(lw);
+		return ward__error(err, r, "exec", "cannot watch the guards' inotify instance: %m");
+	}
+	ward__loop_set_ext(l, WARD__LOOP_EXT_GUARD_WATCHES, lw, loop_watches_free);
+	*ret = lw->w;
+	return 0;
+}
+
 /* ------------------------------------------------------------ references */
 
 static void proc_destroy(struct ward__proc *p);
@@ -150,12 +208,25 @@ static void close_stdin_now(struct ward__proc *p)
 	}
 }
 
+/*
+ * Once the proc is closed and its init reaped, nothing of the sandbox is
+ * needed but what it learnt: its descriptors and watches go now, not when
+ * the owner frees the proc (a server keeps finished processes readable for a
+ * while, and must not hold kernel resources for them meanwhile).
+ */
+static void maybe_release(struct ward__proc *p)
+{
+	if (p->closed && p->init_reaped && p->spawned)
+		ward__sandbox_close(&p->sb);
+}
+
 /* Calls closed once: the status is known and no output stream is left. */
 static void maybe_closed(struct ward__proc *p)
 {
 	if (p->closed || !p->exited || p->out_fd[0] >= 0 || p->out_fd[1] >= 0)
 		return;
 	p->closed = true;
+	maybe_release(p);
 	ward__loop_del_timer(p->loop, p->drain_timer);
 	p->drain_timer = 0;
 	if (p->ops.closed)
@@ -345,6 +416,16 @@ static void on_report(struct ward__loop *l, int fd, uint32_t events, void *userd
 	proc_leave(p);
 }
 
+/* The loop's shared inotify instance had events for this sandbox's guard. */
+static void on_guard_notify(void *userdata)
+{
+	struct ward__proc *p = userdata;
+
+	proc_enter(p);
+	ward__sandbox_handle_guard(&p->sb);
+	proc_leave(p);
+}
+
 static void on_guard(struct ward__loop *l, int fd, uint32_t events, void *userdata)
 {
 	struct ward__proc *p = userdata;
@@ -378,6 +459,8 @@ static void on_init_exit(struct ward__loop *l, int fd, uint32_t events, void *us
 	ward__sandbox_wait(&p->sb, &code);
 	p->init_reaped = true;
 	mark_exited(p);
+	if (!p->dead)
+		maybe_release(p);
 	proc_leave(p);
 }
 
@@ -434,6 +517,11 @@ int ward__proc_start(struct ward__loop *l, const struct ward__proc_spec *spec,
 	so.envp = spec->envp;
 	so.observe_fs = !spec->no_observe_fs;
 	so.quiet_fallback = true;
+	r = loop_watches(l, &so.watches, err);
+	if (r < 0) {
+		free(p);
+		return r;
+	}
 	for (int i = 0; i < 3; i++)
 		so.stdio[i] = -1;
 
@@ -478,6 +566,7 @@ int ward__proc_start(struct ward__loop *l, const struct ward__proc_spec *spec,
 	if (r < 0)
 		goto fail;
 	p->spawned = true;
+	ward__sandbox_set_guard_notify(&p->sb, on_guard_notify, p);
 
 	if (spec->tty) {
 		if (p->sb.pty_master >= 0) {

@@ -230,18 +230,45 @@ WARD_INTERNAL void ward__report(int fd, uint32_t type, const void *payload, uint
 
 struct ward__guard;
 typedef void (*ward__guard_report_fn)(void *userdata, const char *access, const char *path);
+typedef void (*ward__guard_notify_fn)(void *userdata);
+
+/*
+ * One inotify instance shared by the guards of a long-running process (a
+ * server's sandboxes): the kernel counts inotify instances per user
+ * (fs.inotify.max_user_instances, 128 by default), not watches, so one
+ * instance per sandbox stops a server at about a hundred sandboxes. An inode
+ * watched by many guards has one watch, held as long as one of them holds it.
+ * Its owner polls ward__watches_fd() and calls ward__watches_dispatch(),
+ * which hands each guard the events about its own paths and then calls the
+ * guard's notify function (ward__guard_set_notify) if something concerned it;
+ * the guard's owner then calls ward__guard_read() as with an instance of its
+ * own. A queue overflow (events lost) concerns every guard.
+ */
+struct ward__watches;
+WARD_INTERNAL int ward__watches_new(struct ward__watches **ret, struct ward_error *err);
+/* Closes the instance; guards still on it see no more events. Accepts NULL. */
+WARD_INTERNAL void ward__watches_free(struct ward__watches *w);
+WARD_INTERNAL int ward__watches_fd(const struct ward__watches *w);
+/* Reads what is pending and notifies the guards concerned; notify functions may free guards. */
+WARD_INTERNAL int ward__watches_dispatch(struct ward__watches *w);
 
 /*
  * Sets up the guard of a policy (*ret NULL when nothing needs one): with
  * namespaces (fallback false) the protected paths that do not exist yet; in
  * the fallback every protected path, kept (content, mode, owner, time;
- * bounded), watched, and pinned directories watched for renames.
+ * bounded), watched, and pinned directories watched for renames. With shared
+ * (or NULL) the guard's watches are on that instance, otherwise on an
+ * instance of its own.
  */
 WARD_INTERNAL int ward__guard_new(const struct ward_policy *p, bool fallback,
-				  struct ward__guard **ret, struct ward_error *err);
+				  struct ward__watches *shared, struct ward__guard **ret,
+				  struct ward_error *err);
 WARD_INTERNAL void ward__guard_free(struct ward__guard *g);
-/* The inotify fd to poll (owned by the guard), or -1. */
+/* The inotify fd to poll (owned by the guard), or -1 (none, or a shared instance). */
 WARD_INTERNAL int ward__guard_fd(const struct ward__guard *g);
+/* With a shared instance: called (from ward__watches_dispatch) when events concern the guard. */
+WARD_INTERNAL void ward__guard_set_notify(struct ward__guard *g, ward__guard_notify_fn fn,
+					  void *userdata);
 /* Read-only descriptors of the kept files, for init's leases, and their paths. */
 WARD_INTERNAL size_t ward__guard_leases(const struct ward__guard *g, const int **ret_fds,
 					char *const **ret_paths);
@@ -328,6 +355,13 @@ struct ward__spawn_opts {
 	size_t n_keep_fds;
 	bool observe_fs; /* install the filesystem denial observer */
 	bool quiet_fallback; /* do not print the fallback warning (the caller reports it) */
+	/*
+	 * The inotify instance the guard shares with other sandboxes (a server),
+	 * or NULL for one of its own. With a shared one, sb->guard_fd is -1: the
+	 * owner of the instance dispatches its events and the sandbox's guard is
+	 * told through ward__sandbox_set_guard_notify().
+	 */
+	struct ward__watches *watches;
 };
 
 struct ward__denial {
@@ -377,6 +411,9 @@ WARD_INTERNAL int ward__sandbox_spawn(const struct ward__spawn_opts *o, struct w
 WARD_INTERNAL int ward__sandbox_read_reports(struct ward__sandbox *sb, bool *ret_eof);
 /* Handles pending events on guard_fd: removes created protected paths, kills the sandbox. */
 WARD_INTERNAL int ward__sandbox_handle_guard(struct ward__sandbox *sb);
+/* With a shared inotify instance: fn is called when the guard has events (then handle them). */
+WARD_INTERNAL void ward__sandbox_set_guard_notify(struct ward__sandbox *sb,
+						  ward__guard_notify_fn fn, void *userdata);
 /* Forwards a signal to the command's process group (through init). */
 WARD_INTERNAL int ward__sandbox_signal(struct ward__sandbox *sb, int sig);
 /* Kills every process of the sandbox. Idempotent. */
@@ -387,6 +424,14 @@ WARD_INTERNAL void ward__sandbox_kill(struct ward__sandbox *sb);
  */
 WARD_INTERNAL int ward__sandbox_wait(struct ward__sandbox *sb, int *ret_exit_code);
 WARD_INTERNAL void ward__sandbox_release(struct ward__sandbox *sb);
+/*
+ * Gives back every kernel resource of a finished sandbox (its descriptors,
+ * the guard's watches or instance) and keeps what was learnt (status, error,
+ * denials, the fields above): for a server that keeps finished processes
+ * readable for a while. Only once init is reaped (ward__sandbox_wait());
+ * does nothing before. release() is still needed for the memory.
+ */
+WARD_INTERNAL void ward__sandbox_close(struct ward__sandbox *sb);
 /*
  * Like release, but does not wait for init to finish exiting: for a caller
  * that exits right after (the CLI), whose own parent reaps what is left.

@@ -370,7 +370,7 @@ static int spawn_attempt(const struct ward__spawn_opts *o, struct ward__sandbox 
 	}
 
 	/* In the fallback this keeps every protected path: before the command exists. */
-	r = ward__guard_new(p, !isolated && !danger, &priv->guard, err);
+	r = ward__guard_new(p, !isolated && !danger, o->watches, &priv->guard, err);
 	if (r < 0)
 		goto fail;
 	sb->guard_fd = ward__guard_fd(priv->guard);
@@ -419,7 +419,10 @@ static int spawn_attempt(const struct ward__spawn_opts *o, struct ward__sandbox 
 		close(life[1]);
 		if (ptys[0] >= 0)
 			close(ptys[0]);
-		/* init holds on to the guard's inotify instance: see ward__init_main(). */
+		/*
+		 * init holds on to the guard's inotify instance: see ward__init_main().
+		 * Never a shared instance (guard_fd is -1 then): that one is ward's.
+		 */
 		child_main(o, report[1], life[0], ptys[1], sb->guard_fd, &prog, iso, uid, gid,
 			   danger ? 0 : landlock_abi, &leases);
 	}
@@ -467,6 +470,15 @@ static int spawn_attempt(const struct ward__spawn_opts *o, struct ward__sandbox 
 		 * the caller starts relaying anything.
 		 */
 		wait_setup(sb);
+		/*
+		 * The child armed its parent-death signal before its first report:
+		 * the life pipe has served (one descriptor less per sandbox in a
+		 * server holding many).
+		 */
+		if (sb->ready || sb->have_error) {
+			close(sb->life_fd);
+			sb->life_fd = -1;
+		}
 		if (sb->have_error && strcmp(sb->error.error.stage, "userns") == 0 &&
 		    (sb->error.error.code == -EPERM || sb->error.error.code == -EACCES)) {
 			if (iso == WARD_ISOLATION_USERNS) {
@@ -1012,6 +1024,9 @@ int ward__sandbox_wait(struct ward__sandbox *sb, int *ret_exit_code)
 	bool eof = false;
 	int code;
 
+	if (!priv)
+		return -ECHILD; /* closed (ward__sandbox_close) */
+
 	while (!sb->have_status) {
 		struct pollfd pfds[3] = {
 			{.fd = sb->pidfd, .events = POLLIN},
@@ -1115,6 +1130,37 @@ static void release(struct ward__sandbox *sb, bool reap)
 				     .guard_fd = -1,
 				     .life_fd = -1,
 				     .pty_master = -1};
+}
+
+void ward__sandbox_set_guard_notify(struct ward__sandbox *sb, ward__guard_notify_fn fn,
+				    void *userdata)
+{
+	struct spawn_priv *priv = sb->priv;
+
+	if (priv)
+		ward__guard_set_notify(priv->guard, fn, userdata);
+}
+
+void ward__sandbox_close(struct ward__sandbox *sb)
+{
+	struct spawn_priv *priv = sb->priv;
+
+	/* Never an unreaped init: its pidfd is the only handle on it. */
+	if (priv && !priv->reaped && sb->pidfd >= 0)
+		return;
+	if (sb->pidfd >= 0)
+		close(sb->pidfd);
+	if (sb->report_fd >= 0)
+		close(sb->report_fd);
+	if (sb->life_fd >= 0)
+		close(sb->life_fd);
+	if (sb->pty_master >= 0)
+		close(sb->pty_master);
+	sb->pidfd = sb->report_fd = sb->life_fd = sb->pty_master = sb->guard_fd = -1;
+	if (priv)
+		ward__guard_free(priv->guard); /* its watches, or its own instance */
+	free(priv);
+	sb->priv = NULL;
 }
 
 void ward__sandbox_release(struct ward__sandbox *sb)

@@ -171,6 +171,79 @@ t_killed_server_leaves_nothing() {
 	expect_gone "$m"
 }
 
+# fds SPID: how many descriptors the server holds.
+fds() { ls "/proc/$1/fd" | wc -l; }
+# inotify_instances SPID
+inotify_instances() { find "/proc/$1/fd" -lname 'anon_inode:inotify' | wc -l; }
+
+# A thousand sandboxes at once: beyond every per-user kernel limit a sandbox
+# per process could meet on default sysctls (128 inotify instances, the first
+# of them), as root and as an unprivileged user.
+t_thousand_sleepers() {
+	local m base n
+	m=$(marker thousand)
+	serve --listen ws://127.0.0.1:0 --no-auth --session-ttl 1
+	# A first process sets up what the server keeps for good (the guards' inotify instance).
+	client run "$URL" ""
+	assert_eq "$(out)" ok "a first process"
+	wait_for test "$(pgrep -c -P "$SPID")" = 0 || fail "the first process's sandbox is still there"
+	base=$(fds "$SPID")
+	mkfifo "$T/hold"
+	(
+		exec 3<"$T/hold"
+		MARK=$m timeout -k 3 170 "$SPY" "$CLIENT" many "$URL" "" 1000 <&3 >"$T/many" 2>&1
+	) &
+	BG_PIDS+=("$!")
+	exec 4>"$T/hold"
+	for _ in $(seq 1 1200); do
+		grep -q "^started" "$T/many" && break
+		sleep 0.1
+	done
+	assert_eq "$(head -n 1 "$T/many")" "started 1000 []" "1000 sandboxed sleepers started"
+	# Each is its own sandbox: a sleeper, and the init of its pid namespace (a child of ward).
+	n=$(pgrep -c -f -- "$m")
+	assert_eq "$n" 1000 "1000 sleepers run on the host"
+	assert_eq "$(pgrep -c -P "$SPID")" 1000 "1000 sandboxes (an init each) belong to the server"
+	assert_eq "$(inotify_instances "$SPID")" 1 "one inotify instance for every guard"
+	# The session ends with its connection (and the short TTL): everything of it goes.
+	exec 4>&-
+	expect_gone "$m"
+	wait_for test "$(pgrep -c -P "$SPID")" = 0 || fail "sandboxes left: $(pgrep -c -P "$SPID")"
+	wait_for test "$(fds "$SPID")" = "$base" ||
+		fail "the server holds $(fds "$SPID") descriptors, $base before the session"
+	client run "$URL" ""
+	assert_eq "$(out)" ok "the server carries on"
+}
+
+# Finished processes stay readable (30 s) without holding anything of their sandbox.
+t_exited_release_their_sandbox() {
+	local base
+	serve --listen ws://127.0.0.1:0 --no-auth --session-ttl 1
+	client run "$URL" ""
+	wait_for test "$(pgrep -c -P "$SPID")" = 0 || fail "the first process's sandbox is still there"
+	base=$(fds "$SPID")
+	mkfifo "$T/hold2"
+	(
+		exec 3<"$T/hold2"
+		timeout -k 3 120 "$SPY" "$CLIENT" exited "$URL" "" 300 <&3 >"$T/exited" 2>&1
+	) &
+	BG_PIDS+=("$!")
+	exec 4>"$T/hold2"
+	for _ in $(seq 1 600); do
+		grep -q "^closed" "$T/exited" && break
+		sleep 0.1
+	done
+	assert_eq "$(head -n 1 "$T/exited")" "closed 300" "300 processes ran and closed"
+	wait_for test "$(pgrep -c -P "$SPID")" = 0 || fail "sandboxes left: $(pgrep -c -P "$SPID")"
+	# One more descriptor: the connection. Nothing of the 300 sandboxes.
+	wait_for test "$(fds "$SPID")" = "$((base + 1))" ||
+		fail "the server holds $(fds "$SPID") descriptors for 300 finished processes ($base before)"
+	echo go >&4
+	exec 4>&-
+	wait_for grep -q "^readable" "$T/exited"
+	assert_eq "$(sed -n 2p "$T/exited")" "readable 300" "their status is still readable"
+}
+
 t_stdio_eof() {
 	local m
 	m=$(marker stdio)
@@ -192,4 +265,6 @@ tcase "100 connections dropped mid-request: server carries on, nothing left" t_d
 tcase "a client that never reads cannot make the server grow" t_flood_without_reader
 tcase "the server SIGKILLed: none of its processes survive" t_killed_server_leaves_nothing
 tcase "stdio: EOF kills every process, exit 0" t_stdio_eof
+tcase "1000 concurrent sandboxed processes, nothing left after the session" t_thousand_sleepers
+tcase "finished processes keep their status, not their sandbox's descriptors" t_exited_release_their_sandbox
 finish

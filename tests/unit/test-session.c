@@ -10,9 +10,12 @@
 #include <stdint.h>
 #include <fcntl.h>
 #include <jansson.h>
+#include <limits.h>
+#include <stdio.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/inotify.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -23,6 +26,7 @@
 #include "basic/util.h"
 #include "exec/proc.h"
 #include "policy/policy.h"
+#include "sandbox/sandbox.h"
 #include "session/session.h"
 
 static char scratch[] = "/tmp/ward-test-session.XXXXXX";
@@ -376,6 +380,194 @@ TEST(proc_free_while_running_leaves_nothing)
 	ASSERT_EQ(ward__loop_reaping(l), 0);
 	ward__buf_release(&st.out);
 	ward__loop_free(l);
+	ward_policy_free(pol);
+}
+
+/* ------------------------------------------------------------ the shared inotify instance */
+
+/* The watches of an inotify fd, from /proc/self/fdinfo: how many, and the mask on inode ino. */
+static size_t fdinfo_watches(int fd, ino_t ino, unsigned *ret_mask)
+{
+	char path[64], line[512];
+	size_t n = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", fd);
+	f = fopen(path, "re");
+	ASSERT_TRUE(f != NULL);
+	*ret_mask = 0;
+	while (fgets(line, sizeof(line), f)) {
+		unsigned long long i = 0;
+		unsigned mask = 0;
+		char *p = strstr(line, " ino:"), *m = strstr(line, " mask:");
+
+		if (strncmp(line, "inotify wd:", 11) != 0)
+			continue;
+		n++;
+		if (p && m && sscanf(p, " ino:%llx", &i) == 1 &&
+		    sscanf(m, " mask:%x", &mask) == 1 && (ino_t)i == ino)
+			*ret_mask |= mask;
+	}
+	fclose(f);
+	return n;
+}
+
+static void count_notify(void *userdata)
+{
+	(*(int *)userdata)++;
+}
+
+static struct ward__guard *shared_guard(struct ward__watches *w, const struct ward_policy *pol,
+					bool fallback, int *counter)
+{
+	struct ward__guard *g = NULL;
+	struct ward_error e = {0};
+
+	if (ward__guard_new(pol, fallback, w, &g, &e) < 0)
+		tap_fail(__FILE__, __LINE__, "guard_new: %s", e.message);
+	ASSERT_TRUE(g != NULL);
+	ASSERT_EQ(ward__guard_fd(g), -1);
+	ward__guard_set_notify(g, count_notify, counter);
+	return g;
+}
+
+static void expect_change(struct ward__guard *g, const char *access, const char *path)
+{
+	char a[16], got[PATH_MAX + 256];
+	bool changed = false;
+
+	ASSERT_OK(ward__guard_read(g, a, sizeof(a), got, sizeof(got), &changed));
+	ASSERT_TRUE(changed);
+	ASSERT_STREQ(a, access);
+	ASSERT_STREQ(got, path);
+}
+
+TEST(shared_inotify_one_watch_per_inode_counted_per_guard)
+{
+	_cleanup_free_ char *other = NULL, *codex = NULL;
+	struct ward_policy *pol = scratch_policy(), *pol2;
+	struct ward__watches *w;
+	struct ward__guard *fb, *ns, *elsewhere;
+	struct stat st;
+	unsigned mask;
+	int n_fb = 0, n_ns = 0, n_else = 0;
+
+	ASSERT_OK(ward_policy_resolve(pol, NULL));
+	ASSERT_OK(asprintf(&other, "%s/other", scratch));
+	ASSERT_OK(mkdir(other, 0755));
+	ASSERT_OK(ward_policy_new(&pol2));
+	ASSERT_OK(ward_policy_set_cwd(pol2, other));
+	ASSERT_OK(ward_policy_resolve(pol2, NULL));
+	ASSERT_OK(asprintf(&codex, "%s/.codex", scratch));
+	ASSERT_OK(stat(scratch, &st));
+	ASSERT_OK(ward__watches_new(&w, NULL));
+
+	/*
+	 * The fallback's guard of a missing name asks for more events on the
+	 * directory (deletions, renames) than the guard with namespaces (creations);
+	 * the second must add its mask, not replace the first's.
+	 */
+	fb = shared_guard(w, pol, true, &n_fb);
+	ns = shared_guard(w, pol, false, &n_ns);
+	elsewhere = shared_guard(w, pol2, false, &n_else);
+	fdinfo_watches(ward__watches_fd(w), st.st_ino, &mask);
+	ASSERT_TRUE(mask & IN_CREATE);
+	ASSERT_TRUE(mask & IN_DELETE);
+	ASSERT_TRUE(mask & IN_MOVED_FROM);
+
+	/* Every guard watching the directory hears of .codex, only they do. */
+	ASSERT_OK(mkdir(codex, 0755));
+	ASSERT_OK(ward__watches_dispatch(w));
+	ASSERT_EQ(n_fb, 1);
+	ASSERT_EQ(n_ns, 1);
+	ASSERT_EQ(n_else, 0);
+	expect_change(fb, "create", codex);
+	expect_change(ns, "create", codex);
+
+	/* One guard goes: the watch stays for the other, with its mask. */
+	ASSERT_OK(rmdir(codex));
+	ASSERT_OK(ward__watches_dispatch(w));
+	ward__guard_free(fb);
+	fdinfo_watches(ward__watches_fd(w), st.st_ino, &mask);
+	ASSERT_TRUE(mask & IN_CREATE);
+	ASSERT_OK(mkdir(codex, 0755));
+	n_ns = 0;
+	ASSERT_OK(ward__watches_dispatch(w));
+	ASSERT_EQ(n_ns, 1);
+	expect_change(ns, "create", codex);
+	ASSERT_EQ(n_else, 0);
+
+	/* The last guard of an inode removes its watch; nothing is left once all are gone. */
+	ward__guard_free(ns);
+	ASSERT_EQ(fdinfo_watches(ward__watches_fd(w), st.st_ino, &mask), 1);
+	ASSERT_EQ(mask, 0);
+	ward__guard_free(elsewhere);
+	ASSERT_EQ(fdinfo_watches(ward__watches_fd(w), st.st_ino, &mask), 0);
+	ASSERT_OK(rmdir(codex));
+	ward__watches_free(w);
+	ward_policy_free(pol);
+	ward_policy_free(pol2);
+}
+
+/* How many inotify instances this process holds. */
+static size_t inotify_instances(void)
+{
+	DIR *d = opendir("/proc/self/fd");
+	struct dirent *de;
+	size_t n = 0;
+
+	ASSERT_TRUE(d != NULL);
+	while ((de = readdir(d))) {
+		char path[300], target[64];
+		ssize_t k;
+
+		snprintf(path, sizeof(path), "/proc/self/fd/%s", de->d_name);
+		k = readlink(path, target, sizeof(target) - 1);
+		if (k <= 0)
+			continue;
+		target[k] = '\0';
+		if (strcmp(target, "anon_inode:inotify") == 0)
+			n++;
+	}
+	closedir(d);
+	return n;
+}
+
+TEST(procs_of_a_loop_share_one_guard_instance)
+{
+	_cleanup_free_ char *codex = NULL;
+	struct ward__loop *l;
+	struct ward_policy *pol = scratch_policy();
+	struct pstate st1 = {0}, st2 = {0};
+	struct ward__proc *p1, *p2;
+	const struct ward__sandbox *sb;
+	struct stat s;
+	bool seen = false;
+
+	ASSERT_OK(ward_policy_resolve(pol, NULL));
+	ASSERT_OK(asprintf(&codex, "%s/.codex", scratch));
+	ASSERT_OK(ward__loop_new(&l));
+	p1 = start_proc(l, pol, &st1, "echo up; exec sleep 1000", false, false, 0);
+	p2 = start_proc(l, pol, &st2, "echo up; exec sleep 1000", false, false, 0);
+	ASSERT_EQ(inotify_instances(), 1);
+	/* The first sandbox goes: the second's guard still watches the directory. */
+	ward__proc_free(p1);
+	ASSERT_OK(mkdir(codex, 0755));
+	run_until_closed(l, &st2);
+	ASSERT_EQ(ward__proc_exit_code(p2), 128 + SIGKILL);
+	sb = ward__proc_sandbox(p2);
+	ASSERT_TRUE(sb->guard_tripped);
+	for (size_t i = 0; i < sb->n_denials; i++)
+		if (strcmp(sb->denials[i].target, codex) == 0)
+			seen = true;
+	ASSERT_TRUE(seen);
+	/* The guard removed what the command (here: the host) created. */
+	ASSERT_EQ(stat(codex, &s), -1);
+	ward__proc_free(p2);
+	ward__buf_release(&st1.out);
+	ward__buf_release(&st2.out);
+	ward__loop_free(l);
+	ASSERT_EQ(inotify_instances(), 0);
 	ward_policy_free(pol);
 }
 
@@ -913,11 +1105,18 @@ TEST(until_ends_a_call_when_the_text_appears)
 {
 	struct ward__loop *l;
 	struct ward__sessions *s;
-	struct ward__exec_args a = {.cmd = "echo one; sleep 0.3; printf 'read'; sleep 0.2; printf 'y> '; sleep 100",
-				    .yield_ms = 30000, .max_output_tokens = -1, .login = -1,
-				    .until = "ready> ", .until_len = 7};
-	struct ward__write_args wa = {.chars = "ping\n", .len = 5, .yield_ms = 30000,
-				      .max_output_tokens = -1, .until_any_output = true};
+	struct ward__exec_args a = {
+		.cmd = "echo one; sleep 0.3; printf 'read'; sleep 0.2; printf 'y> '; sleep 100",
+		.yield_ms = 30000,
+		.max_output_tokens = -1,
+		.login = -1,
+		.until = "ready> ",
+		.until_len = 7};
+	struct ward__write_args wa = {.chars = "ping\n",
+				      .len = 5,
+				      .yield_ms = 30000,
+				      .max_output_tokens = -1,
+				      .until_any_output = true};
 	struct waiter w = {0}, w2 = {0};
 
 	ASSERT_OK(ward__loop_new(&l));
@@ -934,9 +1133,13 @@ TEST(until_ends_a_call_when_the_text_appears)
 	/* until_any_output: an echoing terminal answers, the call returns with it. */
 	s = new_store(l, 0);
 	w = (struct waiter){0};
-	a = (struct ward__exec_args){.cmd = "stty -echo; echo go; exec cat", .tty = true,
-				     .yield_ms = 10000, .max_output_tokens = -1, .login = -1,
-				     .until = "go", .until_len = 2};
+	a = (struct ward__exec_args){.cmd = "stty -echo; echo go; exec cat",
+				     .tty = true,
+				     .yield_ms = 10000,
+				     .max_output_tokens = -1,
+				     .login = -1,
+				     .until = "go",
+				     .until_len = 2};
 	ASSERT_OK(ward__sessions_exec(s, &a, on_done, &w, NULL, NULL));
 	wait_for(l, &w, 20000);
 	wa.session_id = w.r->session_id;
