@@ -88,6 +88,8 @@ WARD_INTERNAL size_t ward__loop_reaping(const struct ward__loop *l);
 enum ward__loop_ext {
 	/* The inotify instance every protected-path guard of the loop shares (exec/proc.c). */
 	WARD__LOOP_EXT_GUARD_WATCHES = 0,
+	/* The host's mount table, watched for prepared sandboxes (exec/pool.c). */
+	WARD__LOOP_EXT_MOUNT_TABLE,
 	_WARD__LOOP_EXT_MAX,
 };
 typedef void (*ward__loop_ext_free_fn)(struct ward__loop *l, void *ext);

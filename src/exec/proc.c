@@ -37,6 +37,7 @@ struct ward__proc {
 
 	struct ward__sandbox sb;
 	bool spawned;
+	struct ward__proc_pool *pool; /* the pool it was started with (a reference), or NULL */
 
 	bool tty;
 	int out_fd[2]; /* stdout (or the pty master), stderr; -1 at EOF */
@@ -300,6 +301,7 @@ static void mark_exited(struct ward__proc *p)
 	p->exited = true;
 	p->end_ns = ward__now_ns();
 	p->exit_code = compute_exit_code(p);
+	ward__proc_pool_kick(p->pool);
 	ward__loop_del_timer(p->loop, p->timeout_timer);
 	p->timeout_timer = 0;
 	/* Nothing reads stdin any more. */
@@ -557,7 +559,18 @@ int ward__proc_start(struct ward__loop *l, const struct ward__proc_spec *spec,
 	}
 
 	p->start_ns = ward__now_ns();
-	r = ward__sandbox_spawn(&so, &p->sb, err);
+	r = -EAGAIN;
+	if (spec->pool &&
+	    ward__proc_pool_take(spec->pool, spec->policy, spec->tty, so.observe_fs, &p->sb) > 0) {
+		/* A sandbox built ahead for this very policy: only the command is left to send. */
+		r = ward__sandbox_launch(&p->sb, &so, NULL);
+		if (r < 0)
+			ward__proc_abandon_sandbox(l, &p->sb);
+	}
+	if (spec->pool)
+		p->pool = ward__proc_pool_ref(spec->pool);
+	if (r < 0)
+		r = ward__sandbox_spawn(&so, &p->sb, err);
 	for (int i = 0; i < 3; i++)
 		if (child[i] >= 0) {
 			close(child[i]);
@@ -730,6 +743,26 @@ void ward__proc_set_userdata(struct ward__proc *p, void *userdata)
 
 /* ------------------------------------------------------------ free */
 
+void ward__proc_abandon_sandbox(struct ward__loop *l, struct ward__sandbox *sb)
+{
+	int dup;
+
+	ward__sandbox_kill(sb);
+	if (sb->pidfd < 0 || !sb->priv) {
+		ward__sandbox_release(sb);
+		return;
+	}
+	/*
+	 * init dies from the kill above; the loop reaps it when it is gone (its
+	 * namespaces' teardown must not stall everyone else).
+	 */
+	dup = fcntl(sb->pidfd, F_DUPFD_CLOEXEC, 3);
+	if (dup >= 0 && ward__loop_reap(l, dup, NULL, NULL) >= 0)
+		ward__sandbox_release_exiting(sb);
+	else
+		ward__sandbox_release(sb);
+}
+
 static void proc_destroy(struct ward__proc *p)
 {
 	struct ward__loop *l = p->loop;
@@ -768,6 +801,7 @@ static void proc_destroy(struct ward__proc *p)
 		}
 	}
 	ward__buf_release(&p->inq);
+	ward__proc_pool_unref(p->pool);
 	free(p);
 }
 

@@ -81,6 +81,7 @@ struct target {
 	const char *name; /* inside path, or guard_name for T_MISSING */
 	char *name_buf;
 	int parent_fd; /* O_PATH|O_DIRECTORY: the parent directory itself, whatever its path becomes */
+	bool parent_borrowed; /* parent_fd and parent_wd are an earlier target's (the same directory) */
 	int parent_wd;
 	int self_fd; /* T_NAME: O_PATH of the directory itself */
 	struct stat self_st;
@@ -358,6 +359,16 @@ static bool covered(const struct ward__guard *g, const char *path)
 	return false;
 }
 
+/* Whether target t lies directly in dir (its path is dir + "/" + its name). */
+static bool same_parent(const struct target *t, const char *dir)
+{
+	size_t dl = strlen(dir), pl = strlen(t->path), nl = strlen(t->name);
+
+	if (strcmp(dir, "/") == 0)
+		return pl == nl + 1 && t->path[0] == '/';
+	return pl == dl + 1 + nl && strncmp(t->path, dir, dl) == 0 && t->path[dl] == '/';
+}
+
 /*
  * Adds a target for path (canonical, absolute; for T_MISSING the guard dir and
  * the first missing name). Opens and watches its parent.
@@ -394,15 +405,31 @@ static int target_add(struct ward__guard *g, enum target_kind kind, const char *
 	t->name = t->name_buf;
 	t->path = TAKE_PTR(path);
 	g->n++;
-	t->parent_fd = open(dir, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (t->parent_fd < 0)
-		return ward__error(err, -errno, "guard", "cannot open '%s': %m", dir);
-	r = watch_fd(g, t->parent_fd,
-		     g->fallback ? NAME_EVENTS | IN_ONLYDIR : IN_CREATE | IN_MOVED_TO | IN_ONLYDIR,
-		     dir, err);
-	if (r < 0)
-		return r;
-	t->parent_wd = r;
+	/*
+	 * Names in one directory (.codex, .agents, .ward in the working
+	 * directory) share its descriptor and its watch, which asks for the
+	 * same events (the mask depends on the mode only).
+	 */
+	for (size_t i = 0; i + 1 < g->n; i++)
+		if (!g->t[i].parent_borrowed && g->t[i].parent_fd >= 0 &&
+		    same_parent(&g->t[i], dir)) {
+			t->parent_fd = g->t[i].parent_fd;
+			t->parent_wd = g->t[i].parent_wd;
+			t->parent_borrowed = true;
+			break;
+		}
+	if (!t->parent_borrowed) {
+		t->parent_fd = open(dir, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (t->parent_fd < 0)
+			return ward__error(err, -errno, "guard", "cannot open '%s': %m", dir);
+		r = watch_fd(g, t->parent_fd,
+			     g->fallback ? NAME_EVENTS | IN_ONLYDIR
+					 : IN_CREATE | IN_MOVED_TO | IN_ONLYDIR,
+			     dir, err);
+		if (r < 0)
+			return r;
+		t->parent_wd = r;
+	}
 	if (kind == T_NAME) {
 		t->self_fd = openat(t->parent_fd, t->name,
 				    O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
@@ -576,7 +603,7 @@ void ward__guard_free(struct ward__guard *g)
 	for (size_t i = 0; i < g->n; i++) {
 		struct target *t = &g->t[i];
 
-		if (t->parent_fd >= 0)
+		if (t->parent_fd >= 0 && !t->parent_borrowed)
 			close(t->parent_fd);
 		if (t->self_fd >= 0)
 			close(t->self_fd);

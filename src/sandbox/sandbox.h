@@ -374,6 +374,9 @@ struct ward__denial {
 struct ward__sandbox {
 	pid_t pid; /* init (or the command itself in fallback mode) */
 	int pidfd;
+	int ctl_fd; /* a prepared sandbox's socket to its init, until its command is sent; else -1 */
+	bool prepared; /* prepared and not launched yet */
+	bool launched; /* a prepared sandbox the command was sent to (not built at its start) */
 	int report_fd; /* read end of the report pipe, O_NONBLOCK */
 	int guard_fd; /* inotify fd watching missing protected paths, or -1 */
 	int life_fd; /* write end of the pipe whose closing tells the child ward is gone */
@@ -407,6 +410,59 @@ struct ward__sandbox {
  */
 WARD_INTERNAL int ward__sandbox_spawn(const struct ward__spawn_opts *o, struct ward__sandbox *ret,
 				      struct ward_error *err);
+/*
+ * Prepared sandboxes, for a server: everything of a sandbox but the command
+ * is built ahead (namespaces, mount view, loopback, the Landlock ruleset, the
+ * seccomp filter, init's signals and privileges, and with opts.pty the
+ * terminal), so that starting a process only sends the command to its init,
+ * which forks and execs it as the cold path does.
+ *
+ * ward__sandbox_prepare() clones the sandbox and returns at once: the work is
+ * the child's, and the parent does not wait for it. The sandbox is ready when
+ * its WARD_MSG_READY report arrives (sb->ready, from
+ * ward__sandbox_read_reports()); an error report or EOF instead means it
+ * failed. Only the namespaced isolations are prepared: -EOPNOTSUPP in the
+ * fallback (whose guard must keep the protected paths right before the
+ * command runs) and for danger-full-access. The opts' command fields, stdio
+ * and keep_fds are ignored; opts.policy must be resolved and is read only
+ * during the call.
+ *
+ * ward__sandbox_launch() sends the command of opts (argv, exec_path, envp or
+ * environ, stdio descriptors, the window size) to a ready prepared sandbox
+ * and sets up its guard from opts (watches, policy: the one the sandbox was
+ * prepared for). Afterwards the sandbox is an ordinary started one. A stdio
+ * descriptor left at -1 is /dev/null in the command (or the terminal with a
+ * tty). Returns -errno (the sandbox is then of no use: release it) when the
+ * command cannot be handed over.
+ */
+WARD_INTERNAL int ward__sandbox_prepare(const struct ward__spawn_opts *o, struct ward__sandbox *ret,
+					struct ward_error *err);
+WARD_INTERNAL int ward__sandbox_launch(struct ward__sandbox *sb, const struct ward__spawn_opts *o,
+				       struct ward_error *err);
+
+/* The command a prepared sandbox's init receives over its socket (init.c). */
+#define WARD_LAUNCH_MAGIC 0x3157524cu
+/* Commands larger than this travel in a memfd sent with the message. */
+#define WARD_LAUNCH_INLINE_MAX ((size_t)32 << 10)
+#define WARD_LAUNCH_MAX ((size_t)16 << 20) /* bytes of strings */
+#define WARD_LAUNCH_MAX_STRINGS (1u << 20) /* arguments, and environment entries */
+enum {
+	WARD_LAUNCH_EXEC_PATH = 1, /* the blob starts with the program's path */
+	WARD_LAUNCH_STDIN = 2, /* a descriptor for stdin comes (then stdout, stderr, in order) */
+	WARD_LAUNCH_STDOUT = 4,
+	WARD_LAUNCH_STDERR = 8,
+	WARD_LAUNCH_MEMFD = 16, /* the blob is in a memfd, the last descriptor */
+};
+struct ward__launch_msg {
+	uint32_t magic;
+	uint32_t flags;
+	uint32_t argc;
+	uint32_t envc;
+	uint32_t blob_len; /* [exec_path] argv... envp..., each NUL-terminated */
+	uint16_t rows, cols; /* a tty's window size, 0: as prepared */
+	/* the blob follows, unless WARD_LAUNCH_MEMFD */
+};
+
 /* Reads pending report messages (non-blocking). Returns 0, or -errno. EOF sets *ret_eof. */
 WARD_INTERNAL int ward__sandbox_read_reports(struct ward__sandbox *sb, bool *ret_eof);
 /* Handles pending events on guard_fd: removes created protected paths, kills the sandbox. */
@@ -459,6 +515,15 @@ WARD_INTERNAL int ward__mounts_setup(const struct ward_policy *p, struct ward_er
  * keeps after the command's status is reported, until it is killed (ward's
  * exit, by the parent-death signal, or ward__sandbox_release()).
  */
+/*
+ * init.c: a prepared sandbox's init. Sets up what does not depend on the
+ * command, reports WARD_MSG_READY, waits on ctl_fd for its command (or exits
+ * 0 when ward closes it), then is init as ward__init_main().
+ */
+_noreturn_ WARD_INTERNAL void ward__init_prepared_main(struct ward__spawn_opts *o, int report_fd,
+						       int ctl_fd,
+						       const struct ward__seccomp_prog *prog,
+						       int landlock_fd, enum ward__isolation iso);
 _noreturn_ WARD_INTERNAL void ward__init_main(const struct ward__spawn_opts *o, int report_fd,
 					      int hold_fd, const struct ward__seccomp_prog *prog,
 					      int landlock_fd, enum ward__isolation iso,

@@ -119,6 +119,8 @@ struct xsession {
 	struct ward__xserver *srv;
 	char id[37];
 	struct xconn *conn;
+	/* Sandboxes prepared for this session's policies, while one connection holds it. */
+	struct ward__proc_pool *pool;
 	uint64_t ttl_timer;
 	struct xproc *procs;
 	size_t n_procs;
@@ -649,6 +651,7 @@ static void session_free(struct xsession *se)
 
 	while (se->procs)
 		xproc_free(se->procs);
+	ward__proc_pool_free(se->pool);
 	ward__loop_del_timer(s->loop, se->ttl_timer);
 	if (se->conn)
 		se->conn->sess = NULL;
@@ -676,6 +679,11 @@ static void session_detach(struct xsession *se)
 	struct ward__xserver *s = se->srv;
 
 	se->conn = NULL;
+	/*
+	 * What was prepared for this connection goes with it: a prepared sandbox
+	 * is never handed to another connection, even one resuming the session.
+	 */
+	ward__proc_pool_flush(se->pool);
 	/* Nobody reads now: retention keeps the newest output, processes are never blocked. */
 	proc_pause_all(se, false);
 	ward__loop_add_timer(s->loop, ward__now_ns() + (uint64_t)s->cfg.detached_ttl_ms * 1000000,
@@ -1145,6 +1153,7 @@ static void handle_start(struct xconn *x, const struct ward__rpc_msg *m)
 	spec.cols = (unsigned short)cols;
 	spec.stdin_pipe = p->pipe_stdin;
 	spec.timeout_ms = (uint64_t)timeout;
+	spec.pool = se->pool;
 	/* Linked before the start: callbacks may come as soon as the loop runs. */
 	p->next = se->procs;
 	if (se->procs)
@@ -1443,6 +1452,11 @@ static void handle_initialize(struct xconn *x, const struct ward__rpc_msg *m)
 			return;
 		}
 		se->srv = s;
+		if (ward__proc_pool_new(s->loop, &se->pool) < 0) {
+			free(se);
+			reply_error(x, &m->id, WARD_RPC_INTERNAL_ERROR, "out of memory");
+			return;
+		}
 		uuid_v4(se->id);
 		se->next = s->sessions;
 		if (s->sessions)

@@ -88,6 +88,7 @@ struct session {
 struct ward__sessions {
 	struct ward__loop *loop;
 	struct ward_policy *policy;
+	struct ward__proc_pool *pool; /* sandboxes prepared for the sessions to come */
 	struct ward_run_options *env_opts;
 	char **envp_pipes, **envp_tty;
 	char *cwd;
@@ -962,6 +963,12 @@ int ward__sessions_new(struct ward__loop *l, const struct ward__sessions_config 
 		ward__error(err, r, "session", "cannot copy the policy: %m");
 		goto fail;
 	}
+	/* The store's client alone uses the sandboxes prepared for its sessions. */
+	r = ward__proc_pool_new(l, &s->pool);
+	if (r < 0) {
+		ward__error(err, r, "session", "out of memory");
+		goto fail;
+	}
 	/* The base directory of relative workdirs: the policy's cwd, else ours. */
 	s->cwd = c->policy->cwd ? strdup(c->policy->cwd) : ward__path_absolute(".");
 	if (!s->cwd) {
@@ -1002,6 +1009,7 @@ void ward__sessions_free(struct ward__sessions *s)
 		session_free(s->head, "the session store is closing");
 	while (s->calls)
 		call_free(s, s->calls);
+	ward__proc_pool_free(s->pool);
 	ward_policy_free(s->policy);
 	ward_run_options_free(s->env_opts);
 	strv_freep(&s->envp_pipes);
@@ -1084,6 +1092,7 @@ static int start_session(struct ward__sessions *s, const struct ward__exec_args 
 	argv[2] = (char *)a->cmd;
 	argv[3] = NULL;
 	spec.policy = se->policy;
+	spec.pool = s->pool;
 	spec.argv = argv;
 	if (a->unsandboxed) {
 		r = ward__exec_env_build(s->env_opts, se->policy, &unsandboxed_env);

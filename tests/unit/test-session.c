@@ -15,7 +15,9 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sched.h>
 #include <sys/inotify.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -568,6 +570,394 @@ TEST(procs_of_a_loop_share_one_guard_instance)
 	ward__buf_release(&st2.out);
 	ward__loop_free(l);
 	ASSERT_EQ(inotify_instances(), 0);
+	ward_policy_free(pol);
+}
+
+/* ------------------------------------------------------------ prepared sandboxes */
+
+static int put_file(const char *path, const char *content)
+{
+	_cleanup_close_ int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+
+	if (fd < 0)
+		return -errno;
+	return ward__write_all(fd, content, strlen(content));
+}
+
+/* A fresh directory under the scratch directory, and a policy with it as cwd. */
+static struct ward_policy *dir_policy(const char *name, char **ret_dir)
+{
+	struct ward_policy *p;
+	char *dir;
+
+	ASSERT_OK(asprintf(&dir, "%s/%s", scratch, name));
+	ASSERT_OK(mkdir(dir, 0755));
+	ASSERT_OK(ward_policy_new(&p));
+	ASSERT_OK(ward_policy_set_cwd(p, dir));
+	ASSERT_OK(ward_policy_resolve(p, NULL));
+	*ret_dir = dir;
+	return p;
+}
+
+static struct ward__proc *start_spec(struct ward__loop *l, struct ward__proc_spec *spec,
+				     struct pstate *st)
+{
+	struct ward__proc *p;
+	struct ward_error e = {0};
+
+	*st = (struct pstate){0};
+	ward__buf_init(&st->out, 1 << 24);
+	if (ward__proc_start(l, spec, &pops, st, &p, &e) < 0)
+		tap_fail(__FILE__, __LINE__, "proc_start: %s", e.message);
+	return p;
+}
+
+/* Runs the loop until the pool has a sandbox ready (at most 10 s). */
+static void wait_ready(struct ward__loop *l, struct ward__proc_pool *pool)
+{
+	uint64_t deadline = ward__now_ms() + 10000;
+
+	while (ward__proc_pool_ready(pool) == 0 && ward__now_ms() < deadline)
+		ASSERT_OK(ward__loop_iterate(l, 20));
+	ASSERT_EQ(ward__proc_pool_ready(pool), 1);
+}
+
+/* Runs cmd through sh -c with the pool; returns its output and exit code; *ret_warm. */
+static char *run_in(struct ward__loop *l, struct ward__proc_pool *pool,
+		    const struct ward_policy *pol, const char *cmd, bool tty, int *ret_code,
+		    bool *ret_warm)
+{
+	char *argv[] = {(char *)"/bin/sh",  (char *)"-c",      (char *)cmd,
+			(char *)"arg zero", (char *)"arg one", NULL};
+	char *envp[] = {(char *)"FOO=bar baz", (char *)"PATH=/usr/bin:/bin", NULL};
+	struct ward__proc_spec spec = {
+		.policy = pol, .argv = argv, .envp = envp, .tty = tty, .rows = 30, .cols = 100};
+	struct pstate st;
+	struct ward__proc *p;
+	char *out;
+
+	spec.pool = pool;
+	p = start_spec(l, &spec, &st);
+	run_until_closed(l, &st);
+	*ret_code = ward__proc_exit_code(p);
+	*ret_warm = ward__proc_sandbox(p)->launched;
+	out = strdup((char *)st.out.data);
+	ward__proc_free(p);
+	ward__buf_release(&st.out);
+	return out;
+}
+
+/* What a command sees of its sandbox, printed in a stable order. */
+static const char probe_script[] =
+	"echo \"argv: $0|$1|$FOO\"; pwd; id -u; "
+	"grep -E '^(CapEff|CapBnd|NoNewPrivs|Seccomp):' /proc/self/status; "
+	"echo \"pid ns: $$ $(cat /proc/1/comm)\"; "
+	"echo \"net: $(grep -c : /proc/net/dev)\"; "
+	"touch /usr/ward-prepared-x 2>/dev/null || echo 'root: read-only'; "
+	"echo hi > own && cat own; echo err >&2; exit 7";
+
+TEST(prepared_sandbox_runs_a_command_as_a_cold_one)
+{
+	_cleanup_free_ char *dir = NULL, *cold = NULL, *warm = NULL, *warm2 = NULL;
+	struct ward_policy *pol = dir_policy("prepared-same", &dir);
+	struct ward__proc_pool *pool;
+	struct ward__loop *l;
+	int code;
+	bool launched;
+
+	ASSERT_OK(ward__loop_new(&l));
+	ASSERT_OK(ward__proc_pool_new(l, &pool));
+	/* The first start of a policy is cold, and has the next one prepared. */
+	cold = run_in(l, pool, pol, probe_script, false, &code, &launched);
+	ASSERT_FALSE(launched);
+	ASSERT_EQ(code, 7);
+	wait_ready(l, pool);
+	warm = run_in(l, pool, pol, probe_script, false, &code, &launched);
+	ASSERT_TRUE(launched);
+	ASSERT_EQ(code, 7);
+	/* The same command sees the same sandbox, whichever way it was built. */
+	ASSERT_STREQ(warm, cold);
+	ASSERT_CONTAINS(warm, "argv: arg zero|arg one|bar baz");
+	ASSERT_CONTAINS(warm, dir);
+	ASSERT_CONTAINS(warm, "CapEff:\t0000000000000000");
+	ASSERT_CONTAINS(warm, "CapBnd:\t0000000000000000");
+	ASSERT_CONTAINS(warm, "NoNewPrivs:\t1");
+	ASSERT_CONTAINS(warm, "Seccomp:\t2");
+	ASSERT_CONTAINS(warm, "net: 1");
+	ASSERT_CONTAINS(warm, "root: read-only");
+	ASSERT_CONTAINS(warm, "hi\n");
+	ASSERT_CONTAINS(warm, "err\n");
+	/* Used once: the next start gets another sandbox, prepared after this one. */
+	wait_ready(l, pool);
+	warm2 = run_in(l, pool, pol, "echo $$; exit 3", false, &code, &launched);
+	ASSERT_TRUE(launched);
+	ASSERT_EQ(code, 3);
+	ward__proc_pool_free(pool);
+	ward__loop_free(l);
+	ward_policy_free(pol);
+}
+
+TEST(prepared_sandbox_execs_large_commands_and_reports_missing_ones)
+{
+	_cleanup_free_ char *dir = NULL, *big = NULL;
+	struct ward_policy *pol = dir_policy("prepared-big", &dir);
+	char *argv[] = {(char *)"/bin/sh", (char *)"-c", (char *)"echo ${#1}",
+			(char *)"sh",	   NULL,	 NULL};
+	char *missing[] = {(char *)"/nonexistent/ward-x", NULL};
+	struct ward__proc_spec spec = {.policy = pol, .argv = argv};
+	struct ward__proc_pool *pool;
+	struct ward__loop *l;
+	struct ward__proc *p;
+	struct pstate st;
+	int code;
+	bool launched;
+
+	ASSERT_OK(ward__loop_new(&l));
+	ASSERT_OK(ward__proc_pool_new(l, &pool));
+	spec.pool = pool;
+	free(run_in(l, pool, pol, "true", false, &code, &launched));
+	/* Arguments beyond one datagram travel in a memfd. */
+	big = malloc(100001);
+	memset(big, 'x', 100000);
+	big[100000] = '\0';
+	argv[4] = big;
+	wait_ready(l, pool);
+	p = start_spec(l, &spec, &st);
+	run_until_closed(l, &st);
+	ASSERT_TRUE(ward__proc_sandbox(p)->launched);
+	ASSERT_EQ(ward__proc_exit_code(p), 0);
+	ASSERT_STREQ((char *)st.out.data, "100000\n");
+	ward__proc_free(p);
+	ward__buf_release(&st.out);
+	/* A program that is not there: 127 and why, as in a cold sandbox. */
+	wait_ready(l, pool);
+	spec.argv = missing;
+	p = start_spec(l, &spec, &st);
+	run_until_closed(l, &st);
+	ASSERT_EQ(ward__proc_exit_code(p), 127);
+	ASSERT_TRUE(ward__proc_error(p) != NULL);
+	ASSERT_CONTAINS(ward__proc_error(p)->message, "/nonexistent/ward-x");
+	ward__proc_free(p);
+	ward__buf_release(&st.out);
+	ward__proc_pool_free(pool);
+	ward__loop_free(l);
+	ward_policy_free(pol);
+}
+
+TEST(prepared_tty_sandbox_has_its_own_terminal_at_the_asked_size)
+{
+	_cleanup_free_ char *dir = NULL, *out = NULL;
+	struct ward_policy *pol = dir_policy("prepared-tty", &dir);
+	struct ward__proc_pool *pool;
+	struct ward__loop *l;
+	int code;
+	bool launched;
+
+	ASSERT_OK(ward__loop_new(&l));
+	ASSERT_OK(ward__proc_pool_new(l, &pool));
+	free(run_in(l, pool, pol, "true", true, &code, &launched));
+	ASSERT_FALSE(launched);
+	wait_ready(l, pool);
+	out = run_in(l, pool, pol, "tty; stty size; test -t 0 && test -t 2 && echo all-tty", true,
+		     &code, &launched);
+	ASSERT_TRUE(launched);
+	ASSERT_EQ(code, 0);
+	/* From the sandbox's own devpts: its first terminal. */
+	ASSERT_CONTAINS(out, "/dev/pts/0");
+	ASSERT_CONTAINS(out, "30 100");
+	ASSERT_CONTAINS(out, "all-tty");
+	ward__proc_pool_free(pool);
+	ward__loop_free(l);
+	ward_policy_free(pol);
+}
+
+TEST(prepared_sandbox_is_not_used_once_a_protected_entry_was_replaced)
+{
+	_cleanup_free_ char *dir = NULL, *cfg = NULL, *tmp = NULL, *out = NULL, *host = NULL;
+	struct ward_policy *pol;
+	struct ward__proc_pool *pool;
+	struct ward__loop *l;
+	char *gitdir;
+	int code;
+	bool launched;
+	const char *attack = "echo '[core] hooksPath = /tmp' >> .git/config && echo WROTE";
+
+	ASSERT_OK(asprintf(&dir, "%s/prepared-git", scratch));
+	ASSERT_OK(mkdir(dir, 0755));
+	ASSERT_OK(asprintf(&gitdir, "%s/.git", dir));
+	ASSERT_OK(mkdir(gitdir, 0755));
+	ASSERT_OK(asprintf(&cfg, "%s/config", gitdir));
+	ASSERT_OK(asprintf(&tmp, "%s/config.lock", gitdir));
+	free(gitdir);
+	ASSERT_OK(put_file(cfg, "[core]\n"));
+	ASSERT_OK(ward_policy_new(&pol));
+	ASSERT_OK(ward_policy_set_cwd(pol, dir));
+	ASSERT_OK(ward_policy_resolve(pol, NULL));
+	ASSERT_OK(ward__loop_new(&l));
+	ASSERT_OK(ward__proc_pool_new(l, &pool));
+	free(run_in(l, pool, pol, "true", false, &code, &launched));
+	wait_ready(l, pool);
+
+	/*
+	 * git replaces its config by a rename (git config on the host): the
+	 * prepared sandbox's read-only mount covers the old file, whose mount
+	 * the rename detached. It must not be used: the start builds a sandbox
+	 * of its own, where the new file is read-only.
+	 */
+	ASSERT_OK(put_file(tmp, "[core]\n\tbare = false\n"));
+	ASSERT_OK(rename(tmp, cfg));
+	ward_policy_free(pol);
+	ASSERT_OK(ward_policy_new(&pol));
+	ASSERT_OK(ward_policy_set_cwd(pol, dir));
+	ASSERT_OK(ward_policy_resolve(pol, NULL));
+	out = run_in(l, pool, pol, attack, false, &code, &launched);
+	ASSERT_FALSE(launched);
+	ASSERT_NE(code, 0);
+	ASSERT_FALSE(strstr(out, "WROTE") != NULL);
+	/* The next one is prepared on the new file, and holds it read-only as well. */
+	wait_ready(l, pool);
+	free(out);
+	out = run_in(l, pool, pol, attack, false, &code, &launched);
+	ASSERT_TRUE(launched);
+	ASSERT_NE(code, 0);
+	ASSERT_FALSE(strstr(out, "WROTE") != NULL);
+	ASSERT_OK(ward__read_file(cfg, 4096, &host, NULL));
+	ASSERT_STREQ(host, "[core]\n\tbare = false\n");
+	ward__proc_pool_free(pool);
+	ward__loop_free(l);
+	ward_policy_free(pol);
+}
+
+TEST(prepared_sandbox_is_not_used_once_the_host_mounts_changed)
+{
+	_cleanup_free_ char *dir = NULL, *mnt = NULL, *out = NULL;
+	struct ward_policy *pol;
+	struct ward__proc_pool *pool;
+	struct ward__loop *l;
+	uid_t uid = getuid();
+	gid_t gid = getgid();
+	char map[64];
+	int code;
+	bool launched;
+
+	/* A mount table of this test's own (and, unprivileged, a user namespace to mount in). */
+	if (uid != 0) {
+		if (unshare(CLONE_NEWUSER | CLONE_NEWNS) < 0)
+			SKIP("cannot create a user namespace: %s", strerror(errno));
+		ASSERT_OK(ward__write_file("/proc/self/setgroups", "deny"));
+		snprintf(map, sizeof(map), "%u %u 1\n", (unsigned)uid, (unsigned)uid);
+		ASSERT_OK(ward__write_file("/proc/self/uid_map", map));
+		snprintf(map, sizeof(map), "%u %u 1\n", (unsigned)gid, (unsigned)gid);
+		ASSERT_OK(ward__write_file("/proc/self/gid_map", map));
+	} else {
+		ASSERT_OK(unshare(CLONE_NEWNS));
+	}
+	ASSERT_OK(mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL));
+	pol = dir_policy("prepared-mounts", &dir);
+	ASSERT_OK(asprintf(&mnt, "%s/mnt", dir));
+	ASSERT_OK(mkdir(mnt, 0755));
+	ASSERT_OK(ward__loop_new(&l));
+	ASSERT_OK(ward__proc_pool_new(l, &pool));
+	free(run_in(l, pool, pol, "true", false, &code, &launched));
+	wait_ready(l, pool);
+	/* A mount after the sandbox was built: its view would not have it. */
+	ASSERT_OK(mount("tmpfs", mnt, "tmpfs", 0, "size=64k"));
+	out = run_in(l, pool, pol, "ls mnt", false, &code, &launched);
+	ASSERT_FALSE(launched);
+	ASSERT_EQ(code, 0);
+	wait_ready(l, pool);
+	free(out);
+	{
+		_cleanup_free_ char *marker = NULL;
+
+		ASSERT_OK(asprintf(&marker, "%s/inside", mnt));
+		ASSERT_OK(put_file(marker, "x"));
+	}
+	out = run_in(l, pool, pol, "ls mnt", false, &code, &launched);
+	ASSERT_TRUE(launched);
+	ASSERT_CONTAINS(out, "inside");
+	ward__proc_pool_free(pool);
+	ward__loop_free(l);
+	ward_policy_free(pol);
+}
+
+/* Children of this process that are not the given pid (the prepared sandboxes' inits). */
+static size_t other_children(pid_t except)
+{
+	char path[64], buf[4096];
+	size_t n = 0;
+	ssize_t k;
+	_cleanup_close_ int fd = -1;
+
+	snprintf(path, sizeof(path), "/proc/self/task/%d/children", (int)getpid());
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	ASSERT_TRUE(fd >= 0);
+	k = read(fd, buf, sizeof(buf) - 1);
+	buf[k > 0 ? k : 0] = '\0';
+	for (char *p = buf; *p;) {
+		long v = strtol(p, &p, 10);
+
+		if (v > 0 && v != except)
+			n++;
+		while (*p == ' ')
+			p++;
+	}
+	return n;
+}
+
+TEST_TIMEOUT(prepared_sandbox_goes_when_unused_or_dead, 60)
+{
+	_cleanup_free_ char *dir = NULL, *out = NULL;
+	struct ward_policy *pol = dir_policy("prepared-idle", &dir);
+	struct ward__proc_pool *pool;
+	struct ward__loop *l;
+	uint64_t deadline;
+	int code;
+	bool launched;
+
+	ASSERT_OK(ward__loop_new(&l));
+	ASSERT_OK(ward__proc_pool_new(l, &pool));
+	free(run_in(l, pool, pol, "true", false, &code, &launched));
+	wait_ready(l, pool);
+	for (int i = 0; i < 100 && other_children(0) != 1; i++)
+		ward__loop_iterate(l, 20);
+	ASSERT_EQ(other_children(0), 1);
+	/* Unused for WARD_POOL_IDLE_MS: thrown away, nothing of it left. */
+	deadline = ward__now_ms() + WARD_POOL_IDLE_MS + 3000;
+	while (ward__now_ms() < deadline && (ward__proc_pool_ready(pool) || other_children(0)))
+		ward__loop_iterate(l, 50);
+	ASSERT_EQ(ward__proc_pool_ready(pool), 0);
+	ASSERT_EQ(other_children(0), 0);
+
+	/* A prepared sandbox killed under ward: the start builds one of its own. */
+	free(run_in(l, pool, pol, "true", false, &code, &launched));
+	wait_ready(l, pool);
+	{
+		char path[64], buf[64];
+		_cleanup_close_ int fd = -1;
+		ssize_t k;
+
+		snprintf(path, sizeof(path), "/proc/self/task/%d/children", (int)getpid());
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+		k = read(fd, buf, sizeof(buf) - 1);
+		ASSERT_TRUE(k > 0);
+		buf[k] = '\0';
+		ASSERT_OK(kill((pid_t)strtol(buf, NULL, 10), SIGKILL));
+	}
+	for (int i = 0; i < 250 && ward__proc_pool_ready(pool); i++)
+		ward__loop_iterate(l, 20);
+	ASSERT_EQ(ward__proc_pool_ready(pool), 0);
+	out = run_in(l, pool, pol, "echo fine", false, &code, &launched);
+	ASSERT_FALSE(launched);
+	ASSERT_EQ(code, 0);
+	ASSERT_STREQ(out, "fine\n");
+	/* Freeing the pool kills what it prepared; the loop reaps it. */
+	wait_ready(l, pool);
+	ward__proc_pool_free(pool);
+	for (int i = 0; i < 200 && (other_children(0) || ward__loop_reaping(l)); i++)
+		ward__loop_iterate(l, 20);
+	ASSERT_EQ(other_children(0), 0);
+	ward__loop_free(l);
 	ward_policy_free(pol);
 }
 
