@@ -197,6 +197,8 @@ def main():
     elif cmd == "many":
         token, n, marker = sys.argv[3], int(sys.argv[4]), os.environ["MARK"]
         s, r = session(url, token)
+        # A batch of starts is answered as the server gets through it (slowly under ASan).
+        s.settimeout(150)
         ok = 0
         errors = []
         for i in range(n):
@@ -217,6 +219,7 @@ def main():
     elif cmd == "exited":
         token, n = sys.argv[3], int(sys.argv[4])
         s, r = session(url, token)
+        s.settimeout(110)
         for i in range(n):
             send(s, {"id": 100 + i, "method": "process/start", "params": {
                 "processId": "t%d" % i, "argv": ["true"], "cwd": "file://" + os.getcwd(),
