@@ -90,6 +90,8 @@ enum ward__loop_ext {
 	WARD__LOOP_EXT_GUARD_WATCHES = 0,
 	/* The host's mount table, watched for prepared sandboxes (exec/pool.c). */
 	WARD__LOOP_EXT_MOUNT_TABLE,
+	/* The buffer procs read their commands' output into (exec/proc.c). */
+	WARD__LOOP_EXT_READ_BUFFER,
 	_WARD__LOOP_EXT_MAX,
 };
 typedef void (*ward__loop_ext_free_fn)(struct ward__loop *l, void *ext);

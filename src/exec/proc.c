@@ -27,8 +27,22 @@
 
 /* After the command's end, how long output still held open by a leftover is drained (as Codex). */
 #define PROC_DRAIN_MS 2000
-/* The read size: one read per readiness event keeps many busy procs fair to each other. */
-#define PROC_READ_CHUNK ((size_t)64 << 10)
+/*
+ * The read size: one read per readiness event keeps many busy procs fair to
+ * each other. A command that fills its pipe (a stream) gets a pipe of
+ * PROC_PIPE_GROWN: fewer, larger chunks cost the server and its clients less
+ * per byte (one notification, one frame, one decode each).
+ */
+#define PROC_READ_CHUNK ((size_t)256 << 10)
+#define PROC_PIPE_GROWN (256 << 10)
+/* Read into a buffer on the stack when the loop's is in use (a read from an output callback). */
+#define PROC_READ_FALLBACK ((size_t)16 << 10)
+
+/* The loop's read buffer: one for every proc of the loop (reads never overlap but nested). */
+struct read_buffer {
+	bool busy;
+	uint8_t data[PROC_READ_CHUNK];
+};
 
 struct ward__proc {
 	struct ward__loop *loop;
@@ -41,6 +55,7 @@ struct ward__proc {
 
 	bool tty;
 	int out_fd[2]; /* stdout (or the pty master), stderr; -1 at EOF */
+	bool out_grown[2]; /* its pipe was made larger (or could not be) */
 	uint64_t out_io[2];
 	int in_fd; /* stdin pipe's write end; with tty: the pty master (out_fd[0]) */
 	uint64_t in_io; /* pipes only: the stdin registration */
@@ -324,15 +339,38 @@ static void mark_exited(struct ward__proc *p)
 
 /* ------------------------------------------------------------ events */
 
+static void read_buffer_free(struct ward__loop *l, void *ext)
+{
+	free(ext);
+}
+
+static struct read_buffer *loop_read_buffer(struct ward__loop *l)
+{
+	struct read_buffer *rb = ward__loop_get_ext(l, WARD__LOOP_EXT_READ_BUFFER);
+
+	if (!rb) {
+		/* malloc, not calloc: the pages are touched only as far as reads fill them. */
+		rb = malloc(sizeof(*rb));
+		if (!rb)
+			return NULL;
+		rb->busy = false;
+		ward__loop_set_ext(l, WARD__LOOP_EXT_READ_BUFFER, rb, read_buffer_free);
+	}
+	return rb->busy ? NULL : rb;
+}
+
 /* One read of an output stream; true when bytes were delivered. */
 static bool read_out(struct ward__proc *p, int i)
 {
-	uint8_t buf[PROC_READ_CHUNK];
+	struct read_buffer *rb = loop_read_buffer(p->loop);
+	uint8_t small[PROC_READ_FALLBACK];
+	uint8_t *buf = rb ? rb->data : small;
+	size_t size = rb ? PROC_READ_CHUNK : sizeof(small);
 	ssize_t n;
 
 	if (p->out_fd[i] < 0)
 		return false;
-	n = read(p->out_fd[i], buf, sizeof(buf));
+	n = read(p->out_fd[i], buf, size);
 	if (n < 0 && (errno == EAGAIN || errno == EINTR))
 		return false;
 	if (n <= 0) {
@@ -342,11 +380,25 @@ static bool read_out(struct ward__proc *p, int i)
 			maybe_closed(p);
 		return false;
 	}
-	if (p->ops.output)
+	/*
+	 * A full default pipe (64 KiB): the command writes faster than it is
+	 * read. A larger pipe for it; none when the user's pipe buffers are over
+	 * fs.pipe-user-pages-soft (the kernel refuses, and it stays as it is).
+	 */
+	if (!p->out_grown[i] && !p->tty && n >= (ssize_t)(64 << 10)) {
+		p->out_grown[i] = true;
+		fcntl(p->out_fd[i], F_SETPIPE_SZ, PROC_PIPE_GROWN);
+	}
+	if (p->ops.output) {
+		if (rb)
+			rb->busy = true;
 		p->ops.output(p,
 			      p->tty ? WARD__PROC_PTY
 				     : (i == 0 ? WARD__PROC_STDOUT : WARD__PROC_STDERR),
 			      buf, (size_t)n, p->userdata);
+		if (rb)
+			rb->busy = false;
+	}
 	return true;
 }
 
