@@ -175,6 +175,16 @@ t_killed_server_leaves_nothing() {
 fds() { ls "/proc/$1/fd" | wc -l; }
 # inotify_instances SPID
 inotify_instances() { find "/proc/$1/fd" -lname 'anon_inode:inotify' | wc -l; }
+# no_sandboxes SPID: waits up to 30 s for the server to have no child left (the
+# kernel's teardown of many network namespaces before can hold new ones up).
+no_sandboxes() {
+	local i
+	for i in $(seq 1 300); do
+		[ "$(pgrep -c -P "$1")" = 0 ] && return 0
+		sleep 0.1
+	done
+	return 1
+}
 
 # A thousand sandboxes at once: beyond every per-user kernel limit a sandbox
 # per process could meet on default sysctls (128 inotify instances, the first
@@ -186,7 +196,7 @@ t_thousand_sleepers() {
 	# A first process sets up what the server keeps for good (the guards' inotify instance).
 	client run "$URL" ""
 	assert_eq "$(out)" ok "a first process"
-	wait_for test "$(pgrep -c -P "$SPID")" = 0 || fail "the first process's sandbox is still there"
+	no_sandboxes "$SPID" || fail "the first process's sandbox is still there"
 	base=$(fds "$SPID")
 	mkfifo "$T/hold"
 	(
@@ -210,7 +220,7 @@ t_thousand_sleepers() {
 	# The session ends with its connection (and the short TTL): everything of it goes.
 	exec 4>&-
 	expect_gone "$m"
-	wait_for test "$(pgrep -c -P "$SPID")" = 0 || fail "sandboxes left: $(pgrep -c -P "$SPID")"
+	no_sandboxes "$SPID" || fail "sandboxes left: $(pgrep -c -P "$SPID")"
 	wait_for test "$(fds "$SPID")" = "$base" ||
 		fail "the server holds $(fds "$SPID") descriptors, $base before the session"
 	client run "$URL" ""
@@ -222,7 +232,7 @@ t_exited_release_their_sandbox() {
 	local base
 	serve --listen ws://127.0.0.1:0 --no-auth --session-ttl 1
 	client run "$URL" ""
-	wait_for test "$(pgrep -c -P "$SPID")" = 0 || fail "the first process's sandbox is still there"
+	no_sandboxes "$SPID" || fail "the first process's sandbox is still there"
 	base=$(fds "$SPID")
 	mkfifo "$T/hold2"
 	(
@@ -266,7 +276,11 @@ t_prepared_not_across_connections() {
 	exec 4>"$T/hold3"
 	wait_for grep -q "^started 1" "$T/one" || fail "the sleeper did not start: $(cat "$T/one")"
 	# The sleeper's sandbox, and the one prepared for the next start.
-	wait_for test "$(pgrep -c -P "$SPID")" = 2 ||
+	for _ in $(seq 1 300); do
+		[ "$(pgrep -c -P "$SPID")" = 2 ] && break
+		sleep 0.1
+	done
+	[ "$(pgrep -c -P "$SPID")" = 2 ] ||
 		fail "no sandbox prepared: $(pgrep -c -P "$SPID") sandboxes"
 	exec 4>&-
 	# The session waits for a resume (its sleeper runs on); the prepared sandbox is gone.
