@@ -94,6 +94,9 @@ struct ward__loop {
 	struct reaper *reapers;
 	size_t n_reapers;
 
+	void *ext[_WARD__LOOP_EXT_MAX];
+	ward__loop_ext_free_fn ext_free[_WARD__LOOP_EXT_MAX];
+
 	uint64_t now;
 	bool quit;
 	int quit_code;
@@ -577,6 +580,14 @@ void ward__loop_free(struct ward__loop *l)
 {
 	if (!l)
 		return;
+	for (size_t i = 0; i < _WARD__LOOP_EXT_MAX; i++)
+		if (l->ext[i]) {
+			void *ext = l->ext[i];
+
+			l->ext[i] = NULL;
+			if (l->ext_free[i])
+				l->ext_free[i](l, ext);
+		}
 	while (l->reapers) {
 		struct reaper *r = l->reapers;
 		siginfo_t si;
@@ -662,6 +673,20 @@ void ward__loop_quit(struct ward__loop *l, int code)
 bool ward__loop_quitting(const struct ward__loop *l)
 {
 	return l->quit;
+}
+
+void *ward__loop_get_ext(const struct ward__loop *l, enum ward__loop_ext slot)
+{
+	return (unsigned)slot < _WARD__LOOP_EXT_MAX ? l->ext[slot] : NULL;
+}
+
+void ward__loop_set_ext(struct ward__loop *l, enum ward__loop_ext slot, void *ext,
+			ward__loop_ext_free_fn free_fn)
+{
+	if ((unsigned)slot >= _WARD__LOOP_EXT_MAX)
+		return;
+	l->ext[slot] = ext;
+	l->ext_free[slot] = free_fn;
 }
 
 uint64_t ward__loop_now_ns(const struct ward__loop *l)

@@ -79,6 +79,27 @@ WARD_INTERNAL int ward__loop_reap(struct ward__loop *l, int pidfd, ward__loop_ch
 /* Children handed to ward__loop_reap() not yet reaped. */
 WARD_INTERNAL size_t ward__loop_reaping(const struct ward__loop *l);
 
+/*
+ * Per-loop singletons of the layers above the loop, which basic/ does not
+ * know: one pointer per slot, created on first use by whoever needs it and
+ * freed by its free function when the loop is freed (before anything else of
+ * the loop goes, so the function may still remove its registrations).
+ */
+enum ward__loop_ext {
+	/* The inotify instance every protected-path guard of the loop shares (exec/proc.c). */
+	WARD__LOOP_EXT_GUARD_WATCHES = 0,
+	/* The host's mount table, watched for prepared sandboxes (exec/pool.c). */
+	WARD__LOOP_EXT_MOUNT_TABLE,
+	/* The buffer procs read their commands' output into (exec/proc.c). */
+	WARD__LOOP_EXT_READ_BUFFER,
+	_WARD__LOOP_EXT_MAX,
+};
+typedef void (*ward__loop_ext_free_fn)(struct ward__loop *l, void *ext);
+WARD_INTERNAL void *ward__loop_get_ext(const struct ward__loop *l, enum ward__loop_ext slot);
+/* Sets a slot (which must be empty). */
+WARD_INTERNAL void ward__loop_set_ext(struct ward__loop *l, enum ward__loop_ext slot, void *ext,
+				      ward__loop_ext_free_fn free_fn);
+
 /* Runs until ward__loop_quit(); returns its code, or -errno when epoll fails. */
 WARD_INTERNAL int ward__loop_run(struct ward__loop *l);
 /*

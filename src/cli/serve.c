@@ -7,6 +7,7 @@
  */
 #include <fcntl.h>
 #include <getopt.h>
+#include <malloc.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -355,6 +356,14 @@ int cli_serve(int argc, char **argv)
 	ward__sigpipe_ignored();
 	/* Thousands of processes, each a few descriptors: the hard limit, not 1024. */
 	cli_raise_nofile();
+	/*
+	 * A stream's chunks and frames are a few hundred KiB each, allocated and
+	 * freed hundreds of times a second: from the heap and kept there, not
+	 * mapped and unmapped (fresh pages, faulted in, each time). What the
+	 * heap keeps beyond its use is bounded by the trim threshold.
+	 */
+	mallopt(M_MMAP_THRESHOLD, 4 << 20);
+	mallopt(M_TRIM_THRESHOLD, 16 << 20);
 	if (ward__loop_new(&loop) < 0) {
 		cli_errorf("serve: cannot create the event loop");
 		goto out;

@@ -27,8 +27,22 @@
 
 /* After the command's end, how long output still held open by a leftover is drained (as Codex). */
 #define PROC_DRAIN_MS 2000
-/* The read size: one read per readiness event keeps many busy procs fair to each other. */
-#define PROC_READ_CHUNK ((size_t)64 << 10)
+/*
+ * The read size: one read per readiness event keeps many busy procs fair to
+ * each other. A command that fills its pipe (a stream) gets a pipe of
+ * PROC_PIPE_GROWN: fewer, larger chunks cost the server and its clients less
+ * per byte (one notification, one frame, one decode each).
+ */
+#define PROC_READ_CHUNK ((size_t)256 << 10)
+#define PROC_PIPE_GROWN (256 << 10)
+/* Read into a buffer on the stack when the loop's is in use (a read from an output callback). */
+#define PROC_READ_FALLBACK ((size_t)16 << 10)
+
+/* The loop's read buffer: one for every proc of the loop (reads never overlap but nested). */
+struct read_buffer {
+	bool busy;
+	uint8_t data[PROC_READ_CHUNK];
+};
 
 struct ward__proc {
 	struct ward__loop *loop;
@@ -37,9 +51,11 @@ struct ward__proc {
 
 	struct ward__sandbox sb;
 	bool spawned;
+	struct ward__proc_pool *pool; /* the pool it was started with (a reference), or NULL */
 
 	bool tty;
 	int out_fd[2]; /* stdout (or the pty master), stderr; -1 at EOF */
+	bool out_grown[2]; /* its pipe was made larger (or could not be) */
 	uint64_t out_io[2];
 	int in_fd; /* stdin pipe's write end; with tty: the pty master (out_fd[0]) */
 	uint64_t in_io; /* pipes only: the stdin registration */
@@ -65,6 +81,64 @@ struct ward__proc {
 	unsigned depth;
 	bool dead;
 };
+
+/* ------------------------------------------------------------ the loop's shared inotify instance */
+
+/*
+ * Every guard of the procs of one loop shares one inotify instance (see
+ * struct ward__watches in sandbox.h): the kernel allows a user 128 instances
+ * by default, so an instance per sandbox stops a server at about a hundred
+ * processes. It lives as long as the loop: closing an instance waits for an
+ * SRCU grace period (milliseconds), which a server must not pay per process.
+ */
+struct loop_watches {
+	struct ward__watches *w;
+	uint64_t io;
+};
+
+static void on_watches(struct ward__loop *l, int fd, uint32_t events, void *userdata)
+{
+	struct loop_watches *lw = userdata;
+
+	ward__watches_dispatch(lw->w);
+}
+
+static void loop_watches_free(struct ward__loop *l, void *ext)
+{
+	struct loop_watches *lw = ext;
+
+	ward__loop_del_io(l, lw->io);
+	ward__watches_free(lw->w);
+	free(lw);
+}
+
+static int loop_watches(struct ward__loop *l, struct ward__watches **ret, struct ward_error *err)
+{
+	struct loop_watches *lw = ward__loop_get_ext(l, WARD__LOOP_EXT_GUARD_WATCHES);
+	int r;
+
+	if (lw) {
+		*ret = lw->w;
+		return 0;
+	}
+	lw = calloc(1, sizeof(*lw));
+	if (!lw)
+		return ward__error(err, -ENOMEM, "exec", "out of memory");
+	r = ward__watches_new(&lw->w, err);
+	if (r < 0) {
+		free(lw);
+		return r;
+	}
+	r = ward__loop_add_io(l, ward__watches_fd(lw->w), EPOLLIN, on_watches, lw, &lw->io);
+	if (r < 0) {
+		ward__watches_free(lw->w);
+		free(lw);
+		return ward__error(err, r, "exec", "cannot watch the guards' inotify instance: %m");
+	}
+	ward__loop_set_ext(l, WARD__LOOP_EXT_GUARD_WATCHES, lw, loop_watches_free);
+	*ret = lw->w;
+	return 0;
+}
 
 /* ------------------------------------------------------------ references */
 
@@ -150,12 +224,25 @@ static void close_stdin_now(struct ward__proc *p)
 	}
 }
 
+/*
+ * Once the proc is closed and its init reaped, nothing of the sandbox is
+ * needed but what it learnt: its descriptors and watches go now, not when
+ * the owner frees the proc (a server keeps finished processes readable for a
+ * while, and must not hold kernel resources for them meanwhile).
+ */
+static void maybe_release(struct ward__proc *p)
+{
+	if (p->closed && p->init_reaped && p->spawned)
+		ward__sandbox_close(&p->sb);
+}
+
 /* Calls closed once: the status is known and no output stream is left. */
 static void maybe_closed(struct ward__proc *p)
 {
 	if (p->closed || !p->exited || p->out_fd[0] >= 0 || p->out_fd[1] >= 0)
 		return;
 	p->closed = true;
+	maybe_release(p);
 	ward__loop_del_timer(p->loop, p->drain_timer);
 	p->drain_timer = 0;
 	if (p->ops.closed)
@@ -229,6 +316,7 @@ static void mark_exited(struct ward__proc *p)
 	p->exited = true;
 	p->end_ns = ward__now_ns();
 	p->exit_code = compute_exit_code(p);
+	ward__proc_pool_kick(p->pool);
 	ward__loop_del_timer(p->loop, p->timeout_timer);
 	p->timeout_timer = 0;
 	/* Nothing reads stdin any more. */
@@ -251,15 +339,38 @@ static void mark_exited(struct ward__proc *p)
 
 /* ------------------------------------------------------------ events */
 
+static void read_buffer_free(struct ward__loop *l, void *ext)
+{
+	free(ext);
+}
+
+static struct read_buffer *loop_read_buffer(struct ward__loop *l)
+{
+	struct read_buffer *rb = ward__loop_get_ext(l, WARD__LOOP_EXT_READ_BUFFER);
+
+	if (!rb) {
+		/* malloc, not calloc: the pages are touched only as far as reads fill them. */
+		rb = malloc(sizeof(*rb));
+		if (!rb)
+			return NULL;
+		rb->busy = false;
+		ward__loop_set_ext(l, WARD__LOOP_EXT_READ_BUFFER, rb, read_buffer_free);
+	}
+	return rb->busy ? NULL : rb;
+}
+
 /* One read of an output stream; true when bytes were delivered. */
 static bool read_out(struct ward__proc *p, int i)
 {
-	uint8_t buf[PROC_READ_CHUNK];
+	struct read_buffer *rb = loop_read_buffer(p->loop);
+	uint8_t small[PROC_READ_FALLBACK];
+	uint8_t *buf = rb ? rb->data : small;
+	size_t size = rb ? PROC_READ_CHUNK : sizeof(small);
 	ssize_t n;
 
 	if (p->out_fd[i] < 0)
 		return false;
-	n = read(p->out_fd[i], buf, sizeof(buf));
+	n = read(p->out_fd[i], buf, size);
 	if (n < 0 && (errno == EAGAIN || errno == EINTR))
 		return false;
 	if (n <= 0) {
@@ -269,11 +380,25 @@ static bool read_out(struct ward__proc *p, int i)
 			maybe_closed(p);
 		return false;
 	}
-	if (p->ops.output)
+	/*
+	 * A full default pipe (64 KiB): the command writes faster than it is
+	 * read. A larger pipe for it; none when the user's pipe buffers are over
+	 * fs.pipe-user-pages-soft (the kernel refuses, and it stays as it is).
+	 */
+	if (!p->out_grown[i] && !p->tty && n >= (ssize_t)(64 << 10)) {
+		p->out_grown[i] = true;
+		fcntl(p->out_fd[i], F_SETPIPE_SZ, PROC_PIPE_GROWN);
+	}
+	if (p->ops.output) {
+		if (rb)
+			rb->busy = true;
 		p->ops.output(p,
 			      p->tty ? WARD__PROC_PTY
 				     : (i == 0 ? WARD__PROC_STDOUT : WARD__PROC_STDERR),
 			      buf, (size_t)n, p->userdata);
+		if (rb)
+			rb->busy = false;
+	}
 	return true;
 }
 
@@ -349,6 +474,16 @@ static void on_report(struct ward__loop *l, int fd, uint32_t events, void *userd
 	proc_leave(p);
 }
 
+/* The loop's shared inotify instance had events for this sandbox's guard. */
+static void on_guard_notify(void *userdata)
+{
+	struct ward__proc *p = userdata;
+
+	proc_enter(p);
+	ward__sandbox_handle_guard(&p->sb);
+	proc_leave(p);
+}
+
 static void on_guard(struct ward__loop *l, int fd, uint32_t events, void *userdata)
 {
 	struct ward__proc *p = userdata;
@@ -382,6 +517,8 @@ static void on_init_exit(struct ward__loop *l, int fd, uint32_t events, void *us
 	ward__sandbox_wait(&p->sb, &code);
 	p->init_reaped = true;
 	mark_exited(p);
+	if (!p->dead)
+		maybe_release(p);
 	proc_leave(p);
 }
 
@@ -443,6 +580,11 @@ int ward__proc_start(struct ward__loop *l, const struct ward__proc_spec *spec,
 	for (size_t i = 0; i < spec->n_keep_fds; i++)
 		so.keep_fds[i] = spec->keep_fds[i];
 	so.n_keep_fds = spec->n_keep_fds;
+	r = loop_watches(l, &so.watches, err);
+	if (r < 0) {
+		free(p);
+		return r;
+	}
 	for (int i = 0; i < 3; i++)
 		so.stdio[i] = -1;
 
@@ -478,7 +620,18 @@ int ward__proc_start(struct ward__loop *l, const struct ward__proc_spec *spec,
 	}
 
 	p->start_ns = ward__now_ns();
-	r = ward__sandbox_spawn(&so, &p->sb, err);
+	r = -EAGAIN;
+	if (spec->pool && spec->n_keep_fds == 0 &&
+	    ward__proc_pool_take(spec->pool, spec->policy, spec->tty, so.observe_fs, &p->sb) > 0) {
+		/* A sandbox built ahead for this very policy: only the command is left to send. */
+		r = ward__sandbox_launch(&p->sb, &so, NULL);
+		if (r < 0)
+			ward__proc_abandon_sandbox(l, &p->sb);
+	}
+	if (spec->pool)
+		p->pool = ward__proc_pool_ref(spec->pool);
+	if (r < 0)
+		r = ward__sandbox_spawn(&so, &p->sb, err);
 	for (int i = 0; i < 3; i++)
 		if (child[i] >= 0) {
 			close(child[i]);
@@ -487,6 +640,7 @@ int ward__proc_start(struct ward__loop *l, const struct ward__proc_spec *spec,
 	if (r < 0)
 		goto fail;
 	p->spawned = true;
+	ward__sandbox_set_guard_notify(&p->sb, on_guard_notify, p);
 
 	if (spec->tty) {
 		if (p->sb.pty_master >= 0) {
@@ -655,6 +809,26 @@ void ward__proc_set_userdata(struct ward__proc *p, void *userdata)
 
 /* ------------------------------------------------------------ free */
 
+void ward__proc_abandon_sandbox(struct ward__loop *l, struct ward__sandbox *sb)
+{
+	int dup;
+
+	ward__sandbox_kill(sb);
+	if (sb->pidfd < 0 || !sb->priv) {
+		ward__sandbox_release(sb);
+		return;
+	}
+	/*
+	 * init dies from the kill above; the loop reaps it when it is gone (its
+	 * namespaces' teardown must not stall everyone else).
+	 */
+	dup = fcntl(sb->pidfd, F_DUPFD_CLOEXEC, 3);
+	if (dup >= 0 && ward__loop_reap(l, dup, NULL, NULL) >= 0)
+		ward__sandbox_release_exiting(sb);
+	else
+		ward__sandbox_release(sb);
+}
+
 static void proc_destroy(struct ward__proc *p)
 {
 	struct ward__loop *l = p->loop;
@@ -693,6 +867,7 @@ static void proc_destroy(struct ward__proc *p)
 		}
 	}
 	ward__buf_release(&p->inq);
+	ward__proc_pool_unref(p->pool);
 	free(p);
 }
 

@@ -1,8 +1,14 @@
 /* SPDX-License-Identifier: MIT */
-/* Copying a policy: what a session or a server request starts from before it sets its own cwd. */
+/*
+ * Copying a policy: what a session or a server request starts from before it
+ * sets its own cwd. And its fingerprint: what a prepared sandbox is matched
+ * by.
+ */
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
+#include "basic/buf.h"
 #include "policy/policy.h"
 
 static int strv_copy(struct ward__strv *dst, const struct ward__strv *src)
@@ -52,4 +58,105 @@ WARD_PUBLIC int ward_policy_copy(const struct ward_policy *src, struct ward_poli
 	}
 	*ret_policy = p;
 	return 0;
+}
+
+/* ------------------------------------------------------------ fingerprint */
+
+static int fp_bytes(struct ward__buf *b, const void *p, size_t n)
+{
+	uint64_t len = n;
+	int r = ward__buf_append(b, &len, sizeof(len));
+
+	return r < 0 ? r : ward__buf_append(b, p, n);
+}
+
+static int fp_str(struct ward__buf *b, const char *s)
+{
+	return fp_bytes(b, s ? s : "", s ? strlen(s) + 1 : 0);
+}
+
+static int fp_u64(struct ward__buf *b, uint64_t v)
+{
+	return ward__buf_append(b, &v, sizeof(v));
+}
+
+/*
+ * What is at path now: device, inode and type (lstat: a path the sandbox
+ * mounts by name must be the same entry, not a symlink put in its place),
+ * or the error.
+ */
+static int fp_identity(struct ward__buf *b, const char *path)
+{
+	struct stat st;
+	int r;
+
+	if (!path || lstat(path, &st) < 0) {
+		r = fp_u64(b, (uint64_t)(path ? errno : 0));
+		return r < 0 ? r : fp_u64(b, UINT64_MAX);
+	}
+	r = fp_u64(b, (uint64_t)st.st_dev);
+	if (r >= 0)
+		r = fp_u64(b, (uint64_t)st.st_ino);
+	return r < 0 ? r : fp_u64(b, (uint64_t)(st.st_mode & S_IFMT));
+}
+
+int ward__policy_fingerprint(const struct ward_policy *p, struct ward__buf *b)
+{
+	int r;
+
+	if (!p->resolved)
+		return -EINVAL;
+	r = fp_str(b, "ward-policy-1");
+	if (r >= 0)
+		r = fp_u64(b,
+			   (uint64_t)p->mode | (uint64_t)p->network << 8 |
+				   (uint64_t)p->require_isolation << 9 |
+				   (uint64_t)p->exclude_slash_tmp << 10 |
+				   (uint64_t)p->exclude_tmpdir_env_var << 11);
+	if (r >= 0)
+		r = fp_str(b, p->resolved_cwd);
+	if (r >= 0)
+		r = fp_identity(b, p->resolved_cwd);
+	if (r >= 0)
+		r = fp_u64(b, p->roots.n);
+	for (size_t i = 0; r >= 0 && i < p->roots.n; i++) {
+		r = fp_str(b, p->roots.v[i]);
+		if (r >= 0)
+			r = fp_identity(b, p->roots.v[i]);
+	}
+	if (r >= 0)
+		r = fp_u64(b, p->n_protected);
+	for (size_t i = 0; r >= 0 && i < p->n_protected; i++) {
+		const struct ward__protected *e = &p->protected[i];
+
+		r = fp_u64(b, (uint64_t)e->kind | (uint64_t)e->is_dir << 8);
+		if (r >= 0)
+			r = fp_str(b, e->path);
+		if (r >= 0)
+			r = fp_str(b, e->guard_dir);
+		if (r >= 0)
+			r = fp_str(b, e->guard_name);
+		/* What is bound over itself must still be the entry that was bound. */
+		if (r >= 0 && e->kind != WARD_PROTECT_MISSING)
+			r = fp_identity(b, e->path);
+	}
+	if (r >= 0)
+		r = fp_u64(b, p->n_deny);
+	for (size_t i = 0; r >= 0 && i < p->n_deny; i++) {
+		r = fp_u64(b, p->deny[i].is_dir);
+		if (r >= 0)
+			r = fp_str(b, p->deny[i].path);
+		if (r >= 0)
+			r = fp_identity(b, p->deny[i].path);
+	}
+	if (r >= 0)
+		r = fp_u64(b, p->n_sockets);
+	for (size_t i = 0; r >= 0 && i < p->n_sockets; i++) {
+		r = fp_str(b, p->sockets[i].path);
+		if (r >= 0)
+			r = fp_u64(b, (uint64_t)p->sockets[i].dev);
+		if (r >= 0)
+			r = fp_u64(b, (uint64_t)p->sockets[i].ino);
+	}
+	return r;
 }

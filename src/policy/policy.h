@@ -117,5 +117,17 @@ WARD_INTERNAL int ward__policy_apply_profile(struct ward_policy *p, json_t *prof
 					     char *const *roots, size_t n_roots, const char *origin,
 					     struct ward_error *err);
 
+struct ward__buf;
+/*
+ * Appends to b a canonical form of the resolved policy: every field the
+ * sandbox is built from (mode, network, cwd, roots, protected paths with
+ * their kinds, deny-read paths, allowed sockets) and the identity (device,
+ * inode, type) the paths it mounts have now. Two policies with the same
+ * fingerprint give the same sandbox: a prepared sandbox is used only for a
+ * process whose policy, resolved at its start, has the fingerprint the
+ * sandbox was built for. -EINVAL when p is not resolved; -ENOBUFS past b's cap.
+ */
+WARD_INTERNAL int ward__policy_fingerprint(const struct ward_policy *p, struct ward__buf *b);
+
 /* The resolved policy as a JSON object (ward policy show; the caller adds "enforcement"). */
 WARD_INTERNAL json_t *ward__policy_to_json(const struct ward_policy *p);

@@ -23,6 +23,37 @@
 
 DEFINE_TRIVIAL_CLEANUP_FUNC(DIR *, closedir);
 
+/*
+ * The last realpath() of one resolution: the working directory comes up
+ * again for every protected name beneath it that does not exist (.codex,
+ * .agents, .ward), and glibc's realpath() reads every component's link. A
+ * server resolves a policy per process, so one resolution asks once. Only
+ * within one ward_policy_resolve() call (per thread): a later one sees the
+ * filesystem as it is then.
+ */
+struct canon_cache {
+	char in[PATH_MAX];
+	char out[PATH_MAX];
+};
+static _Thread_local struct canon_cache *canon_cache;
+
+static char *canon_path(const char *path, char *out)
+{
+	struct canon_cache *c = canon_cache;
+
+	if (c && c->in[0] && strcmp(c->in, path) == 0) {
+		memcpy(out, c->out, strlen(c->out) + 1);
+		return out;
+	}
+	if (!realpath(path, out))
+		return NULL;
+	if (c && strlen(path) < sizeof(c->in)) {
+		memcpy(c->in, path, strlen(path) + 1);
+		memcpy(c->out, out, strlen(out) + 1);
+	}
+	return out;
+}
+
 /* Records "<what> '<path>'<why>" for `ward policy show`. */
 static int note(struct ward_policy *p, const char *what, const char *path, const char *why)
 {
@@ -80,7 +111,7 @@ static int pin(struct ward_policy *p, const char *path, const char *reason)
 	char canon[PATH_MAX];
 	struct stat st;
 
-	if (!realpath(path, canon) || stat(canon, &st) < 0 || !S_ISDIR(st.st_mode))
+	if (!canon_path(path, canon) || stat(canon, &st) < 0 || !S_ISDIR(st.st_mode))
 		return 0;
 	if (!in_roots(p, canon) || is_root(p, canon))
 		return 0;
@@ -111,14 +142,14 @@ static int protect(struct ward_policy *p, const char *path, const char *reason)
 				return -ENOMEM;
 			slash = strrchr(parent, '/');
 			*slash = '\0';
-			if (realpath(parent[0] ? parent : "/", dir) && in_roots(p, dir)) {
+			if (canon_path(parent[0] ? parent : "/", dir) && in_roots(p, dir)) {
 				r = add_entry(p, abs, WARD_PROTECT_MISSING, false, dir, slash + 1,
 					      reason);
 				if (r < 0)
 					return r;
 			}
 		}
-		if (!realpath(abs, canon))
+		if (!canon_path(abs, canon))
 			return 0; /* A dangling link: its name is guarded above. */
 		if (!in_roots(p, canon) || is_root(p, canon))
 			return 0;
@@ -153,7 +184,7 @@ static int protect(struct ward_policy *p, const char *path, const char *reason)
 			if (lstat(anc, &st) == 0)
 				break;
 		}
-		if (!realpath(anc, dir) || !S_ISDIR(st.st_mode)) {
+		if (!canon_path(anc, dir) || !S_ISDIR(st.st_mode)) {
 			free(first);
 			return 0;
 		}
@@ -661,7 +692,7 @@ static int add_root(struct ward_policy *p, const char *path, bool must_exist, co
 	char canon[PATH_MAX];
 	struct stat st;
 
-	if (!realpath(path, canon) || stat(canon, &st) < 0) {
+	if (!canon_path(path, canon) || stat(canon, &st) < 0) {
 		if (!must_exist)
 			return note(p, "skipped missing writable root", path, "");
 		return ward__error(err, -errno, "policy", "%s '%s' does not exist: %m", what, path);
@@ -687,7 +718,7 @@ static int resolve(struct ward_policy *p, struct ward_error *err)
 	struct stat st;
 	int r;
 
-	if (!realpath(p->cwd ? p->cwd : ".", canon))
+	if (!canon_path(p->cwd ? p->cwd : ".", canon))
 		return ward__error(err, -errno, "policy",
 				   "cannot resolve the working directory '%s': %m",
 				   p->cwd ? p->cwd : ".");
@@ -811,7 +842,10 @@ WARD_PUBLIC int ward_policy_resolve(struct ward_policy *p, struct ward_error *er
 		return -EINVAL;
 	ward__error_clear(err);
 	ward__policy_clear_resolved(p);
+	canon_cache = calloc(1, sizeof(*canon_cache)); /* without it, realpath() every time */
 	r = resolve(p, err);
+	free(canon_cache);
+	canon_cache = NULL;
 	if (r < 0) {
 		if (err && !err->message[0])
 			ward__error(err, r, "policy", "cannot resolve the policy: %m");

@@ -81,6 +81,7 @@ struct target {
 	const char *name; /* inside path, or guard_name for T_MISSING */
 	char *name_buf;
 	int parent_fd; /* O_PATH|O_DIRECTORY: the parent directory itself, whatever its path becomes */
+	bool parent_borrowed; /* parent_fd and parent_wd are an earlier target's (the same directory) */
 	int parent_wd;
 	int self_fd; /* T_NAME: O_PATH of the directory itself */
 	struct stat self_st;
@@ -88,9 +89,18 @@ struct target {
 };
 
 struct ward__guard {
-	int fd; /* the inotify instance */
+	int fd; /* the inotify instance of its own, or -1 with a shared one */
+	struct ward__watches *hub; /* the shared instance, or NULL */
 	bool fallback;
 	bool tripped;
+	/* With a shared instance: what the dispatched events said, until ward__guard_read(). */
+	const char *pend_access;
+	char *pend_path;
+	bool pend_lost; /* the shared queue overflowed */
+	bool notify_pending;
+	ward__guard_notify_fn notify;
+	void *notify_userdata;
+	struct ward__guard *hub_prev, *hub_next;
 	struct target *t;
 	size_t n, cap;
 	size_t n_nodes;
@@ -113,6 +123,8 @@ static void node_release(struct node *n)
 	*n = (struct node){.wd = -1};
 }
 
+static int hub_add(struct ward__watches *w, struct ward__guard *g, const char *path, uint32_t mask);
+
 static int watch_fd(struct ward__guard *g, int fd, uint32_t mask, const char *path,
 		    struct ward_error *err)
 {
@@ -121,9 +133,10 @@ static int watch_fd(struct ward__guard *g, int fd, uint32_t mask, const char *pa
 
 	/* Watch the inode just opened, not whatever the path names by now. */
 	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
-	wd = inotify_add_watch(g->fd, proc, mask | IN_MASK_ADD);
+	wd = g->hub ? hub_add(g->hub, g, proc, mask)
+		    : inotify_add_watch(g->fd, proc, mask | IN_MASK_ADD);
 	if (wd < 0) {
-		int r = -errno;
+		int r = g->hub ? wd : -errno;
 
 		ward__error(err, r, "guard", "cannot watch '%s': %m", path);
 		ward__error_hint(err, "raise fs.inotify.max_user_watches");
@@ -346,6 +359,16 @@ static bool covered(const struct ward__guard *g, const char *path)
 	return false;
 }
 
+/* Whether target t lies directly in dir (its path is dir + "/" + its name). */
+static bool same_parent(const struct target *t, const char *dir)
+{
+	size_t dl = strlen(dir), pl = strlen(t->path), nl = strlen(t->name);
+
+	if (strcmp(dir, "/") == 0)
+		return pl == nl + 1 && t->path[0] == '/';
+	return pl == dl + 1 + nl && strncmp(t->path, dir, dl) == 0 && t->path[dl] == '/';
+}
+
 /*
  * Adds a target for path (canonical, absolute; for T_MISSING the guard dir and
  * the first missing name). Opens and watches its parent.
@@ -382,15 +405,31 @@ static int target_add(struct ward__guard *g, enum target_kind kind, const char *
 	t->name = t->name_buf;
 	t->path = TAKE_PTR(path);
 	g->n++;
-	t->parent_fd = open(dir, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (t->parent_fd < 0)
-		return ward__error(err, -errno, "guard", "cannot open '%s': %m", dir);
-	r = watch_fd(g, t->parent_fd,
-		     g->fallback ? NAME_EVENTS | IN_ONLYDIR : IN_CREATE | IN_MOVED_TO | IN_ONLYDIR,
-		     dir, err);
-	if (r < 0)
-		return r;
-	t->parent_wd = r;
+	/*
+	 * Names in one directory (.codex, .agents, .ward in the working
+	 * directory) share its descriptor and its watch, which asks for the
+	 * same events (the mask depends on the mode only).
+	 */
+	for (size_t i = 0; i + 1 < g->n; i++)
+		if (!g->t[i].parent_borrowed && g->t[i].parent_fd >= 0 &&
+		    same_parent(&g->t[i], dir)) {
+			t->parent_fd = g->t[i].parent_fd;
+			t->parent_wd = g->t[i].parent_wd;
+			t->parent_borrowed = true;
+			break;
+		}
+	if (!t->parent_borrowed) {
+		t->parent_fd = open(dir, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (t->parent_fd < 0)
+			return ward__error(err, -errno, "guard", "cannot open '%s': %m", dir);
+		r = watch_fd(g, t->parent_fd,
+			     g->fallback ? NAME_EVENTS | IN_ONLYDIR
+					 : IN_CREATE | IN_MOVED_TO | IN_ONLYDIR,
+			     dir, err);
+		if (r < 0)
+			return r;
+		t->parent_wd = r;
+	}
 	if (kind == T_NAME) {
 		t->self_fd = openat(t->parent_fd, t->name,
 				    O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
@@ -451,8 +490,10 @@ static int pin_chain(struct ward__guard *g, const struct ward_policy *p, const c
 	return 0;
 }
 
-int ward__guard_new(const struct ward_policy *p, bool fallback, struct ward__guard **ret,
-		    struct ward_error *err)
+static void hub_join(struct ward__watches *w, struct ward__guard *g);
+
+int ward__guard_new(const struct ward_policy *p, bool fallback, struct ward__watches *shared,
+		    struct ward__guard **ret, struct ward_error *err)
 {
 	struct ward__guard *g;
 	size_t n_missing = 0;
@@ -476,8 +517,13 @@ int ward__guard_new(const struct ward_policy *p, bool fallback, struct ward__gua
 		ward__guard_free(g);
 		return ward__error(err, -ENOMEM, "guard", "out of memory");
 	}
-	g->fd = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
-	if (g->fd < 0) {
+	if (shared) {
+		g->fd = -1;
+		hub_join(shared, g);
+	} else {
+		g->fd = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
+	}
+	if (!shared && g->fd < 0) {
 		r = ward__error(err, -errno, "guard", "cannot create an inotify instance: %m");
 		ward__error_hint(err, "raise fs.inotify.max_user_instances");
 		ward__guard_free(g);
@@ -546,14 +592,18 @@ void ward__guard_close_leases(struct ward__guard *g)
 		}
 }
 
+static void hub_leave(struct ward__guard *g);
+
 void ward__guard_free(struct ward__guard *g)
 {
 	if (!g)
 		return;
+	hub_leave(g);
+	free(g->pend_path);
 	for (size_t i = 0; i < g->n; i++) {
 		struct target *t = &g->t[i];
 
-		if (t->parent_fd >= 0)
+		if (t->parent_fd >= 0 && !t->parent_borrowed)
 			close(t->parent_fd);
 		if (t->self_fd >= 0)
 			close(t->self_fd);
@@ -662,7 +712,25 @@ int ward__guard_read(struct ward__guard *g, char *access, size_t asize, char *pa
 	char buf[8192] __attribute__((aligned(__alignof__(struct inotify_event))));
 
 	*ret_changed = false;
-	if (!g || g->fd < 0)
+	if (!g)
+		return 0;
+	if (g->hub) {
+		/* The shared instance's reader (ward__watches_dispatch) kept what concerned us. */
+		if (g->pend_path) {
+			snprintf(access, asize, "%s", g->pend_access);
+			snprintf(path, psize, "%s", g->pend_path);
+			*ret_changed = true;
+			free(g->pend_path);
+			g->pend_path = NULL;
+		}
+		if (g->pend_lost) {
+			g->pend_lost = false;
+			if (!g->tripped)
+				overflow(g, access, asize, path, psize, ret_changed);
+		}
+		return 0;
+	}
+	if (g->fd < 0)
 		return 0;
 	for (;;) {
 		ssize_t n = read(g->fd, buf, sizeof(buf));
@@ -689,6 +757,302 @@ int ward__guard_read(struct ward__guard *g, char *access, size_t asize, char *pa
 			}
 		}
 	}
+}
+
+void ward__guard_set_notify(struct ward__guard *g, ward__guard_notify_fn fn, void *userdata)
+{
+	if (!g)
+		return;
+	g->notify = fn;
+	g->notify_userdata = userdata;
+}
+
+/* ------------------------------------------------------------------ the shared instance */
+
+/* A guard's interest in a watched inode: the events it asked for. */
+struct hub_sub {
+	struct ward__guard *g;
+	uint32_t mask;
+};
+
+/*
+ * One watched inode of the shared instance, and the guards that watch it
+ * (a guard once per target). The kernel's mask is the union of theirs.
+ */
+struct hub_watch {
+	int wd;
+	struct hub_sub *subs;
+	uint32_t n_subs, cap_subs;
+};
+
+struct ward__watches {
+	int fd;
+	struct hub_watch *w; /* sorted by wd */
+	size_t n, cap;
+	struct ward__guard *guards; /* every guard on this instance */
+	size_t n_pending; /* guards with notify_pending set */
+};
+
+int ward__watches_new(struct ward__watches **ret, struct ward_error *err)
+{
+	struct ward__watches *w = calloc(1, sizeof(*w));
+	int r;
+
+	if (!w)
+		return ward__error(err, -ENOMEM, "guard", "out of memory");
+	w->fd = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
+	if (w->fd < 0) {
+		r = ward__error(err, -errno, "guard", "cannot create an inotify instance: %m");
+		ward__error_hint(err, "raise fs.inotify.max_user_instances");
+		free(w);
+		return r;
+	}
+	*ret = w;
+	return 0;
+}
+
+void ward__watches_free(struct ward__watches *w)
+{
+	if (!w)
+		return;
+	/* Guards outliving their instance keep their paths but see no more events. */
+	while (w->guards)
+		hub_leave(w->guards);
+	for (size_t i = 0; i < w->n; i++)
+		free(w->w[i].subs);
+	free(w->w);
+	close(w->fd);
+	free(w);
+}
+
+int ward__watches_fd(const struct ward__watches *w)
+{
+	return w ? w->fd : -1;
+}
+
+/* Index of wd in the sorted table, or where it would go (*found false). */
+static size_t hub_find(const struct ward__watches *w, int wd, bool *found)
+{
+	size_t lo = 0, hi = w->n;
+
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+
+		if (w->w[mid].wd == wd) {
+			*found = true;
+			return mid;
+		}
+		if (w->w[mid].wd < wd)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	*found = false;
+	return lo;
+}
+
+static void hub_delete(struct ward__watches *w, size_t i)
+{
+	free(w->w[i].subs);
+	memmove(&w->w[i], &w->w[i + 1], (w->n - i - 1) * sizeof(*w->w));
+	w->n--;
+}
+
+/*
+ * Adds g's interest in the inode at path. IN_MASK_ADD: the inode may be
+ * watched already for another guard, whose events must keep coming (without
+ * it the kernel replaces the mask). The union only grows while the watch
+ * lives; events a guard did not ask for are ignored by its matching.
+ */
+static int hub_add(struct ward__watches *w, struct ward__guard *g, const char *path, uint32_t mask)
+{
+	struct hub_watch *hw;
+	bool found;
+	size_t i;
+	int wd;
+
+	wd = inotify_add_watch(w->fd, path, mask | IN_MASK_ADD);
+	if (wd < 0)
+		return -errno;
+	i = hub_find(w, wd, &found);
+	if (!found) {
+		if (w->n == w->cap) {
+			size_t ncap = w->cap ? w->cap * 2 : 16;
+			struct hub_watch *nw = reallocarray(w->w, ncap, sizeof(*nw));
+
+			if (!nw)
+				goto fail;
+			w->w = nw;
+			w->cap = ncap;
+		}
+		memmove(&w->w[i + 1], &w->w[i], (w->n - i) * sizeof(*w->w));
+		w->w[i] = (struct hub_watch){.wd = wd};
+		w->n++;
+	}
+	hw = &w->w[i];
+	if (hw->n_subs == hw->cap_subs) {
+		uint32_t ncap = hw->cap_subs ? hw->cap_subs * 2 : 4;
+		struct hub_sub *ns = reallocarray(hw->subs, ncap, sizeof(*ns));
+
+		if (!ns) {
+			if (hw->n_subs == 0) {
+				hub_delete(w, i);
+				goto fail;
+			}
+			return -ENOMEM;
+		}
+		hw->subs = ns;
+		hw->cap_subs = ncap;
+	}
+	hw->subs[hw->n_subs++] = (struct hub_sub){.g = g, .mask = mask};
+	return wd;
+fail:
+	/* A watch nobody else holds (a new one) is not left behind. */
+	if (!found)
+		inotify_rm_watch(w->fd, wd);
+	return -ENOMEM;
+}
+
+static void hub_join(struct ward__watches *w, struct ward__guard *g)
+{
+	g->hub = w;
+	g->hub_prev = NULL;
+	g->hub_next = w->guards;
+	if (w->guards)
+		w->guards->hub_prev = g;
+	w->guards = g;
+}
+
+/* Drops every interest of g; a watch nobody holds any more is removed from the instance. */
+static void hub_leave(struct ward__guard *g)
+{
+	struct ward__watches *w = g->hub;
+
+	if (!w)
+		return;
+	for (size_t i = 0; i < w->n;) {
+		struct hub_watch *hw = &w->w[i];
+		uint32_t k = 0;
+
+		for (uint32_t j = 0; j < hw->n_subs; j++)
+			if (hw->subs[j].g != g)
+				hw->subs[k++] = hw->subs[j];
+		hw->n_subs = k;
+		if (k == 0) {
+			inotify_rm_watch(w->fd, hw->wd);
+			hub_delete(w, i);
+			continue;
+		}
+		i++;
+	}
+	if (g->notify_pending)
+		w->n_pending--;
+	g->notify_pending = false;
+	if (g->hub_prev)
+		g->hub_prev->hub_next = g->hub_next;
+	else
+		w->guards = g->hub_next;
+	if (g->hub_next)
+		g->hub_next->hub_prev = g->hub_prev;
+	g->hub_prev = g->hub_next = NULL;
+	g->hub = NULL;
+}
+
+static void hub_mark(struct ward__watches *w, struct ward__guard *g)
+{
+	if (!g->notify_pending) {
+		g->notify_pending = true;
+		w->n_pending++;
+	}
+}
+
+/* One event of the shared instance for one guard that watches its inode. */
+static void hub_event(struct ward__watches *w, struct ward__guard *g,
+		      const struct inotify_event *ev)
+{
+	char path[PATH_MAX + 256];
+	const char *a;
+
+	if (g->tripped || g->pend_path)
+		return; /* the first change is the one reported; after a trip the restoration tells */
+	if (!event_matches(g, ev, &a, path, sizeof(path)))
+		return;
+	g->pend_path = strdup(path);
+	if (!g->pend_path) {
+		/* No memory to say what changed: say that something may have (fails closed). */
+		g->pend_lost = true;
+	}
+	g->pend_access = a;
+	hub_mark(w, g);
+}
+
+int ward__watches_dispatch(struct ward__watches *w)
+{
+	char buf[16384] __attribute__((aligned(__alignof__(struct inotify_event))));
+	int r = 0;
+
+	for (;;) {
+		ssize_t n = read(w->fd, buf, sizeof(buf));
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			if (errno != EAGAIN)
+				r = -errno;
+			break;
+		}
+		for (char *p = buf; p < buf + n;) {
+			const struct inotify_event *ev = (const struct inotify_event *)p;
+			bool found;
+			size_t i;
+
+			p += sizeof(*ev) + ev->len;
+			if (ev->mask & IN_Q_OVERFLOW) {
+				/* Lost events could have been anyone's: every guard looks for itself. */
+				for (struct ward__guard *g = w->guards; g; g = g->hub_next) {
+					g->pend_lost = true;
+					hub_mark(w, g);
+				}
+				continue;
+			}
+			i = hub_find(w, ev->wd, &found);
+			if (!found)
+				continue;
+			/*
+			 * Only to the guards that asked for this kind of event: the union
+			 * of the masks must not show a guard what it would not have seen
+			 * on an instance of its own.
+			 */
+			for (uint32_t j = 0; j < w->w[i].n_subs; j++) {
+				const struct hub_sub *sub = &w->w[i].subs[j];
+
+				if (sub->mask & ev->mask & IN_ALL_EVENTS)
+					hub_event(w, sub->g, ev);
+			}
+			/* The inode is gone (or its filesystem): the kernel dropped the watch itself. */
+			if (ev->mask & IN_IGNORED)
+				hub_delete(w, i);
+		}
+	}
+	/*
+	 * Then the owners are told, one by one, from the head again after each:
+	 * a notification may free any guard (a proc freed from its callbacks).
+	 */
+	while (w->n_pending > 0) {
+		struct ward__guard *g = w->guards;
+
+		while (g && !g->notify_pending)
+			g = g->hub_next;
+		if (!g) {
+			w->n_pending = 0;
+			break;
+		}
+		g->notify_pending = false;
+		w->n_pending--;
+		if (g->notify)
+			g->notify(g->notify_userdata);
+	}
+	return r;
 }
 
 /* ------------------------------------------------------------------ restoring */
@@ -1121,7 +1485,12 @@ int ward__guard_restore(struct ward__guard *g, ward__guard_report_fn fn, void *u
 			report(&c, "create", t->path);
 		}
 	}
-	/* Our own repairs raised events too: they are not the command's. */
+	/*
+	 * Our own repairs raised events too: they are not the command's. A shared
+	 * instance is not drained (the events of other guards are in it): once a
+	 * repair was made the guard is tripped, and a tripped guard ignores its
+	 * events.
+	 */
 	if (g->fd >= 0)
 		while (read(g->fd, drain, sizeof(drain)) > 0)
 			;

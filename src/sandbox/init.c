@@ -24,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
@@ -295,14 +296,11 @@ static int close_other_fds(const struct ward__spawn_opts *o, struct ward_error *
 	return 0;
 }
 
-_noreturn_ static void command_main(const struct ward__spawn_opts *o, int report_fd, int sock,
-				    int landlock_fd, const struct ward__seccomp_prog *prog)
+/* The command's first steps: its signals, its parent's death, a session of its own, its terminal. */
+static void command_begin(const struct ward__spawn_opts *o, int report_fd)
 {
-	char *const *envp = o->envp ? o->envp : environ;
 	struct ward_error e = {0};
 	sigset_t empty;
-	int listener = -1;
-	int r;
 
 	sigemptyset(&empty);
 	sigprocmask(SIG_SETMASK, &empty, NULL);
@@ -328,14 +326,15 @@ _noreturn_ static void command_main(const struct ward__spawn_opts *o, int report
 			    "cannot make the pty the controlling terminal: %m");
 		cmd_fail(report_fd, 125, &e);
 	}
-	/*
-	 * danger-full-access is no sandbox: the command keeps what ward's caller
-	 * has (root stays root, setuid binaries work); it only gets the session,
-	 * the environment policy and the process-tree cleanup.
-	 */
-	if (setup_stdio(o, &e) < 0 || close_other_fds(o, &e) < 0 ||
-	    (o->policy->mode != WARD_MODE_DANGER_FULL_ACCESS && drop_capabilities(&e) < 0))
-		cmd_fail(report_fd, 125, &e);
+}
+
+/* Landlock and the seccomp filter, whose listener goes to init through sock. */
+static void command_confine(int report_fd, int sock, int landlock_fd,
+			    const struct ward__seccomp_prog *prog)
+{
+	struct ward_error e = {0};
+	int listener = -1;
+	int r;
 
 	/*
 	 * Landlock here, not in init: with signal scoping (ABI 6) the command
@@ -362,11 +361,36 @@ _noreturn_ static void command_main(const struct ward__spawn_opts *o, int report
 	}
 	if (sock >= 0)
 		close(sock);
+}
+
+_noreturn_ static void command_exec(const struct ward__spawn_opts *o, int report_fd)
+{
+	char *const *envp = o->envp ? o->envp : environ;
+	struct ward_error e = {0};
+	int r;
 
 	r = exec_search(o->exec_path ? o->exec_path : o->argv[0], o->argv, envp);
 	ward__error(&e, r, "exec", "cannot execute '%s': %m",
 		    o->exec_path ? o->exec_path : o->argv[0]);
 	cmd_fail(report_fd, r == -ENOENT ? 127 : 126, &e);
+}
+
+_noreturn_ static void command_main(const struct ward__spawn_opts *o, int report_fd, int sock,
+				    int landlock_fd, const struct ward__seccomp_prog *prog)
+{
+	struct ward_error e = {0};
+
+	command_begin(o, report_fd);
+	/*
+	 * danger-full-access is no sandbox: the command keeps what ward's caller
+	 * has (root stays root, setuid binaries work); it only gets the session,
+	 * the environment policy and the process-tree cleanup.
+	 */
+	if (setup_stdio(o, &e) < 0 || close_other_fds(o, &e) < 0 ||
+	    (o->policy->mode != WARD_MODE_DANGER_FULL_ACCESS && drop_capabilities(&e) < 0))
+		cmd_fail(report_fd, 125, &e);
+	command_confine(report_fd, sock, landlock_fd, prog);
+	command_exec(o, report_fd);
 }
 
 struct cmd_args {
@@ -402,20 +426,25 @@ static int cmd_entry(void *arg)
 #endif
 #endif
 
-static pid_t spawn_command(struct cmd_args *a)
+static pid_t spawn_vfork(int (*fn)(void *), void *arg)
 {
 #ifdef WARD_ASAN
 	/* AddressSanitizer cannot follow a switch to a stack of our own: plain fork() there. */
 	pid_t pid = fork();
 
 	if (pid == 0)
-		_exit(cmd_entry(a));
+		_exit(fn(arg));
 	return pid;
 #else
 	static char stack[256 * 1024] __attribute__((aligned(64)));
 
-	return clone(cmd_entry, stack + sizeof(stack), CLONE_VM | CLONE_VFORK | SIGCHLD, a);
+	return clone(fn, stack + sizeof(stack), CLONE_VM | CLONE_VFORK | SIGCHLD, arg);
 #endif
+}
+
+static pid_t spawn_command(struct cmd_args *a)
+{
+	return spawn_vfork(cmd_entry, a);
 }
 
 static void kill_everything(bool isolated)
@@ -439,21 +468,30 @@ static void kill_everything(bool isolated)
 	ward__kill_tree(getpid());
 }
 
-void ward__init_main(const struct ward__spawn_opts *o, int report_fd, int hold_fd,
-		     const struct ward__seccomp_prog *prog, int landlock_fd,
-		     enum ward__isolation iso, const struct ward__init_leases *leases)
+/* What init sets up before the command exists (init_setup) and uses while it runs (init_run). */
+struct init_ctx {
+	int sfd; /* signalfd of the forwarded signals, SIGCHLD and init's own */
+	int sv[2]; /* the socket pair the command hands its seccomp listener through */
+	int lease_fds[WARD_GUARD_MAX_LEASES];
+	size_t n_leases;
+};
+
+/*
+ * Signals, subreaper, leases, no_new_privs, the listener's socket pair and,
+ * as root without a user namespace, the drop of init's privileges: everything
+ * of init that does not depend on the command. A prepared sandbox does this
+ * before it waits for its command.
+ */
+static void init_setup(const struct ward__spawn_opts *o, int report_fd,
+		       const struct ward__seccomp_prog *prog, enum ward__isolation iso,
+		       const struct ward__init_leases *leases, struct init_ctx *c)
 {
 	bool isolated = iso != WARD_ISOLATION_NONE;
-	int lease_fds[WARD_GUARD_MAX_LEASES];
-	size_t n_leases = leases ? MIN(leases->n, (size_t)WARD_GUARD_MAX_LEASES) : 0;
-	struct ward__supervisor sup = {.listener_fd = -1};
-	bool have_sup = false, have_status = false, sup_done = false;
 	struct ward_error e = {0};
-	int sv[2] = {-1, -1};
-	int sfd, status = 0, code;
 	sigset_t set;
-	pid_t cmd;
 
+	c->n_leases = leases ? MIN(leases->n, (size_t)WARD_GUARD_MAX_LEASES) : 0;
+	c->sv[0] = c->sv[1] = -1;
 	/*
 	 * A caller that ignores SIGCHLD would make the kernel reap the command
 	 * behind init's back (and init would wait for it forever).
@@ -461,12 +499,12 @@ void ward__init_main(const struct ward__spawn_opts *o, int report_fd, int hold_f
 	signal_default(SIGCHLD);
 	forwarded_set(&set);
 	sigaddset(&set, WARD_SIG_PARENT_DIED);
-	if (n_leases > 0) {
+	if (c->n_leases > 0) {
 		sigaddset(&set, WARD_SIG_LEASE);
 		sigaddset(&set, SIGIO);
 	}
 	if (sigprocmask(SIG_BLOCK, &set, NULL) < 0 ||
-	    (sfd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK)) < 0) {
+	    (c->sfd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK)) < 0) {
 		ward__error(&e, -errno, "init", "cannot set up signal handling: %m");
 		cmd_fail(report_fd, 125, &e);
 	}
@@ -481,12 +519,12 @@ void ward__init_main(const struct ward__spawn_opts *o, int report_fd, int hold_f
 	 * the kernel grants no lease (not owned by ward's user, open for writing
 	 * elsewhere, a filesystem without leases) stays watched by ward's inotify.
 	 */
-	for (size_t i = 0; i < n_leases; i++) {
-		lease_fds[i] = leases->fds[i];
-		if (fcntl(lease_fds[i], F_SETSIG, WARD_SIG_LEASE) < 0 ||
-		    fcntl(lease_fds[i], F_SETLEASE, F_RDLCK) < 0) {
-			close(lease_fds[i]);
-			lease_fds[i] = -1;
+	for (size_t i = 0; i < c->n_leases; i++) {
+		c->lease_fds[i] = leases->fds[i];
+		if (fcntl(c->lease_fds[i], F_SETSIG, WARD_SIG_LEASE) < 0 ||
+		    fcntl(c->lease_fds[i], F_SETLEASE, F_RDLCK) < 0) {
+			close(c->lease_fds[i]);
+			c->lease_fds[i] = -1;
 		}
 	}
 	/* Landlock and seccomp both require no_new_privs (or CAP_SYS_ADMIN, which the command must not keep). */
@@ -495,7 +533,7 @@ void ward__init_main(const struct ward__spawn_opts *o, int report_fd, int hold_f
 		ward__error(&e, -errno, "init", "cannot set no_new_privs: %m");
 		cmd_fail(report_fd, 125, &e);
 	}
-	if (prog->has_notify && socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0) {
+	if (prog->has_notify && socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, c->sv) < 0) {
 		ward__error(&e, -errno, "init", "cannot create a socket pair: %m");
 		cmd_fail(report_fd, 125, &e);
 	}
@@ -508,11 +546,24 @@ void ward__init_main(const struct ward__spawn_opts *o, int report_fd, int hold_f
 	 */
 	if (iso == WARD_ISOLATION_ROOT && drop_init_privileges(&e) < 0)
 		cmd_fail(report_fd, 125, &e);
+}
 
-	{
+/* Starts the command (unless cmd, a prepared one, runs already) and is its init until it ends. */
+_noreturn_ static void init_run(const struct ward__spawn_opts *o, int report_fd, int hold_fd,
+				const struct ward__seccomp_prog *prog, int landlock_fd,
+				enum ward__isolation iso, const struct ward__init_leases *leases,
+				struct init_ctx *c, pid_t cmd)
+{
+	bool isolated = iso != WARD_ISOLATION_NONE;
+	struct ward__supervisor sup = {.listener_fd = -1};
+	bool have_sup = false, have_status = false, sup_done = false;
+	struct ward_error e = {0};
+	int sfd = c->sfd, status = 0, code;
+
+	if (cmd < 0) {
 		struct cmd_args ca = {.o = o,
 				      .report_fd = report_fd,
-				      .sock = sv[1],
+				      .sock = c->sv[1],
 				      .sfd = sfd,
 				      .landlock_fd = landlock_fd,
 				      .prog = prog};
@@ -550,12 +601,12 @@ void ward__init_main(const struct ward__spawn_opts *o, int report_fd, int hold_f
 		if (o->keep_fds[i] > 2 && o->keep_fds[i] != report_fd)
 			close(o->keep_fds[i]);
 
-	if (sv[1] >= 0) {
+	if (c->sv[1] >= 0) {
 		int listener;
 
-		close(sv[1]);
-		listener = ward__recv_fd(sv[0]);
-		close(sv[0]);
+		close(c->sv[1]);
+		listener = ward__recv_fd(c->sv[0]);
+		close(c->sv[0]);
 		/* No fd means the command failed before exec; its error report is on the way. */
 		if (listener >= 0) {
 			if (ward__supervisor_init(&sup, listener, report_fd, o->policy,
@@ -617,8 +668,8 @@ void ward__init_main(const struct ward__spawn_opts *o, int report_fd, int hold_f
 				 */
 				struct ward__msg_guard m = {.access = "write"};
 
-				for (size_t i = 0; i < n_leases; i++)
-					if (lease_fds[i] >= 0 && lease_fds[i] == si.ssi_fd)
+				for (size_t i = 0; i < c->n_leases; i++)
+					if (c->lease_fds[i] >= 0 && c->lease_fds[i] == si.ssi_fd)
 						snprintf(m.target, sizeof(m.target), "%s",
 							 leases->paths[i]);
 				kill_everything(isolated);
@@ -654,9 +705,9 @@ void ward__init_main(const struct ward__spawn_opts *o, int report_fd, int hold_f
 	if (have_sup)
 		ward__supervisor_flush(&sup);
 	/* The leases go before the status: ward restores next, and must not wait on them. */
-	for (size_t i = 0; i < n_leases; i++)
-		if (lease_fds[i] >= 0)
-			close(lease_fds[i]);
+	for (size_t i = 0; i < c->n_leases; i++)
+		if (c->lease_fds[i] >= 0)
+			close(c->lease_fds[i]);
 	{
 		struct ward__msg_status m = {.wait_status = status};
 
@@ -687,4 +738,222 @@ void ward__init_main(const struct ward__spawn_opts *o, int report_fd, int hold_f
 			pause();
 	}
 	_exit(code);
+}
+
+void ward__init_main(const struct ward__spawn_opts *o, int report_fd, int hold_fd,
+		     const struct ward__seccomp_prog *prog, int landlock_fd,
+		     enum ward__isolation iso, const struct ward__init_leases *leases)
+{
+	struct init_ctx c;
+
+	init_setup(o, report_fd, prog, iso, leases, &c);
+	init_run(o, report_fd, hold_fd, prog, landlock_fd, iso, leases, &c, -1);
+}
+
+/* ------------------------------------------------------------ a prepared sandbox's command */
+
+/*
+ * Receives the command of a prepared sandbox (ward__sandbox_launch): its
+ * argv, environment, program, window size and stdio descriptors, into o.
+ * Only ward holds the other end of ctl_fd (the command does not exist yet),
+ * but the message is still checked against its own sizes before use. No
+ * malloc: the memory comes from mmap (init may be the fork of a threaded
+ * program). Returns 0, 1 when ward closed the socket without a command (the
+ * sandbox was thrown away), or -errno.
+ */
+static int receive_command(int ctl_fd, struct ward__spawn_opts *o, struct ward_error *err)
+{
+	static char inline_buf[sizeof(struct ward__launch_msg) + WARD_LAUNCH_INLINE_MAX];
+	union {
+		struct cmsghdr h;
+		char buf[CMSG_SPACE(sizeof(int) * 4)];
+	} u;
+	struct iovec iov = {.iov_base = inline_buf, .iov_len = sizeof(inline_buf)};
+	struct msghdr mh = {.msg_iov = &iov,
+			    .msg_iovlen = 1,
+			    .msg_control = u.buf,
+			    .msg_controllen = sizeof(u.buf)};
+	struct ward__launch_msg m;
+	int fds[4] = {-1, -1, -1, -1}, nfd = 0, next = 0;
+	const char *blob, *end, *s;
+	char **vec;
+	size_t nvec, lead;
+	ssize_t n;
+
+	do
+		n = recvmsg(ctl_fd, &mh, MSG_CMSG_CLOEXEC);
+	while (n < 0 && errno == EINTR);
+	if (n == 0)
+		return 1;
+	if (n < 0)
+		return ward__error(err, -errno, "launch", "cannot receive the command: %m");
+	for (struct cmsghdr *cm = CMSG_FIRSTHDR(&mh); cm; cm = CMSG_NXTHDR(&mh, cm))
+		if (cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS) {
+			size_t k = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+
+			for (size_t i = 0; i < k && nfd < 4; i++)
+				memcpy(&fds[nfd++], CMSG_DATA(cm) + i * sizeof(int), sizeof(int));
+		}
+	if ((size_t)n < sizeof(m) || (mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC)))
+		return ward__error(err, -EPROTO, "launch", "the command arrived cut short");
+	memcpy(&m, inline_buf, sizeof(m));
+	if (m.magic != WARD_LAUNCH_MAGIC || m.blob_len > WARD_LAUNCH_MAX || m.argc == 0 ||
+	    m.argc > WARD_LAUNCH_MAX_STRINGS || m.envc > WARD_LAUNCH_MAX_STRINGS)
+		return ward__error(err, -EPROTO, "launch", "the command is malformed");
+	/* Each stdio descriptor sent replaces /dev/null (or, with a tty, the terminal). */
+	for (int i = 0; i < 3; i++)
+		if (m.flags & (WARD_LAUNCH_STDIN << i)) {
+			if (next >= nfd)
+				return ward__error(err, -EPROTO, "launch",
+						   "a descriptor is missing");
+			o->stdio[i] = fds[next++];
+		}
+	if (m.flags & WARD_LAUNCH_MEMFD) {
+		void *map;
+
+		if (next >= nfd)
+			return ward__error(err, -EPROTO, "launch", "a descriptor is missing");
+		map = mmap(NULL, m.blob_len ? m.blob_len : 1, PROT_READ, MAP_PRIVATE, fds[next], 0);
+		close(fds[next++]);
+		if (map == MAP_FAILED)
+			return ward__error(err, -errno, "launch", "cannot map the command: %m");
+		blob = map;
+	} else {
+		if ((size_t)n != sizeof(m) + m.blob_len)
+			return ward__error(err, -EPROTO, "launch", "the command arrived cut short");
+		blob = inline_buf + sizeof(m);
+	}
+	/* [exec_path] [cwd] argv... envp..., each NUL-terminated, exactly filling the blob. */
+	nvec = (size_t)m.argc + 1 + m.envc + 1;
+	vec = mmap(NULL, nvec * sizeof(char *), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+		   -1, 0);
+	if (vec == MAP_FAILED)
+		return ward__error(err, -errno, "launch", "out of memory");
+	s = blob;
+	end = blob + m.blob_len;
+	o->exec_path = NULL;
+	o->cwd = NULL;
+	lead = !!(m.flags & WARD_LAUNCH_EXEC_PATH) + !!(m.flags & WARD_LAUNCH_CWD);
+	for (size_t i = 0, want = nvec - 2 + lead; i < want; i++) {
+		const char *z = memchr(s, '\0', (size_t)(end - s));
+
+		if (!z)
+			return ward__error(err, -EPROTO, "launch", "the command is malformed");
+		if (i == 0 && (m.flags & WARD_LAUNCH_EXEC_PATH))
+			o->exec_path = s;
+		else if (i + 1 == lead && (m.flags & WARD_LAUNCH_CWD))
+			o->cwd = s;
+		else
+			vec[i - lead] = (char *)s;
+		s = z + 1;
+	}
+	if (s != end)
+		return ward__error(err, -EPROTO, "launch", "the command is malformed");
+	/* vec: argv[0..argc-1], NULL, envp[0..envc-1], NULL. */
+	memmove(&vec[m.argc + 1], &vec[m.argc], m.envc * sizeof(char *));
+	vec[m.argc] = NULL;
+	vec[m.argc + 1 + m.envc] = NULL;
+	o->argv = vec;
+	o->envp = vec + m.argc + 1;
+	if (o->pty && o->tty_fd >= 0 && m.rows && m.cols) {
+		struct winsize ws = {.ws_row = m.rows, .ws_col = m.cols};
+
+		ioctl(o->tty_fd, TIOCSWINSZ, &ws);
+	}
+	return 0;
+}
+
+/*
+ * The command of a prepared sandbox, started by init ahead: it goes as far
+ * as the cold path's command goes before its exec (session, terminal,
+ * capabilities, Landlock, the seccomp filter), says the sandbox is ready, and
+ * waits for what only the start knows: its stdio, argv and environment. So a
+ * start costs a message and an exec.
+ *
+ * It is started vfork-style, as the cold path's command: it shares init's
+ * memory, and init stays suspended until the exec. Sharing spares the exec
+ * the teardown of a copy of the server's address space (a forked, waiting
+ * command execs 0.1-0.5 ms slower here); init has nothing to do meanwhile
+ * (there is no command yet whose signals it would forward or whose
+ * notifications it would answer), and it remains killable: killing it ends
+ * the pid namespace, the waiting command with it. The command writes only
+ * to its own stack and to mappings of its own (receive_command), never to
+ * init's variables, and its descriptors are its own (no CLONE_FILES).
+ */
+struct prepared_args {
+	const struct ward__spawn_opts *o;
+	int report_fd;
+	int ctl_fd;
+	int sock;
+	int sfd;
+	int sv0;
+	int landlock_fd;
+	const struct ward__seccomp_prog *prog;
+};
+
+static int prepared_command_entry(void *arg)
+{
+	const struct prepared_args *a = arg;
+	struct ward__spawn_opts local = *a->o, *o = &local;
+	struct ward__msg_ready ready = {.pid = 0};
+	struct ward_error e = {0};
+	int report_fd = a->report_fd;
+	int r;
+
+	close(a->sfd);
+	if (a->sv0 >= 0)
+		close(a->sv0);
+	command_begin(o, report_fd);
+	/* A tty's terminal is known already: it becomes stdio now. */
+	if (o->pty && setup_stdio(o, &e) < 0)
+		cmd_fail(report_fd, 125, &e);
+	if (drop_capabilities(&e) < 0)
+		cmd_fail(report_fd, 125, &e);
+	command_confine(report_fd, a->sock, a->landlock_fd, a->prog);
+	/* Ready: everything is built; the command is what remains. */
+	ward__report(report_fd, WARD_MSG_READY, &ready, sizeof(ready));
+	r = receive_command(a->ctl_fd, o, &e);
+	if (r == 1)
+		_exit(0); /* thrown away unused: init reports an ordinary end */
+	if (r < 0)
+		cmd_fail(report_fd, 125, &e);
+	/* The command's own directory (a session's workdir), as the cold path enters it. */
+	if (o->cwd && chdir(o->cwd) < 0) {
+		ward__error(&e, -errno, "spawn", "cannot enter the working directory '%s': %m",
+			    o->cwd);
+		cmd_fail(report_fd, 125, &e);
+	}
+	if (!o->pty && setup_stdio(o, &e) < 0)
+		cmd_fail(report_fd, 125, &e);
+	if (close_other_fds(o, &e) < 0)
+		cmd_fail(report_fd, 125, &e);
+	command_exec(o, report_fd);
+}
+
+void ward__init_prepared_main(struct ward__spawn_opts *o, int report_fd, int ctl_fd,
+			      const struct ward__seccomp_prog *prog, int landlock_fd,
+			      enum ward__isolation iso)
+{
+	struct ward_error e = {0};
+	struct init_ctx c;
+	struct prepared_args a;
+	pid_t cmd;
+
+	init_setup(o, report_fd, prog, iso, NULL, &c);
+	a = (struct prepared_args){.o = o,
+				   .report_fd = report_fd,
+				   .ctl_fd = ctl_fd,
+				   .sock = c.sv[1],
+				   .sfd = c.sfd,
+				   .sv0 = c.sv[0],
+				   .landlock_fd = landlock_fd,
+				   .prog = prog};
+	/* Returns once the command was exec()ed (or has exited): init takes over from there. */
+	cmd = spawn_vfork(prepared_command_entry, &a);
+	if (cmd < 0) {
+		ward__error(&e, -errno, "init", "cannot start the command: %m");
+		cmd_fail(report_fd, 125, &e);
+	}
+	close(ctl_fd);
+	init_run(o, report_fd, -1, prog, landlock_fd, iso, NULL, &c, cmd);
 }

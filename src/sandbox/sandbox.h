@@ -230,18 +230,45 @@ WARD_INTERNAL void ward__report(int fd, uint32_t type, const void *payload, uint
 
 struct ward__guard;
 typedef void (*ward__guard_report_fn)(void *userdata, const char *access, const char *path);
+typedef void (*ward__guard_notify_fn)(void *userdata);
+
+/*
+ * One inotify instance shared by the guards of a long-running process (a
+ * server's sandboxes): the kernel counts inotify instances per user
+ * (fs.inotify.max_user_instances, 128 by default), not watches, so one
+ * instance per sandbox stops a server at about a hundred sandboxes. An inode
+ * watched by many guards has one watch, held as long as one of them holds it.
+ * Its owner polls ward__watches_fd() and calls ward__watches_dispatch(),
+ * which hands each guard the events about its own paths and then calls the
+ * guard's notify function (ward__guard_set_notify) if something concerned it;
+ * the guard's owner then calls ward__guard_read() as with an instance of its
+ * own. A queue overflow (events lost) concerns every guard.
+ */
+struct ward__watches;
+WARD_INTERNAL int ward__watches_new(struct ward__watches **ret, struct ward_error *err);
+/* Closes the instance; guards still on it see no more events. Accepts NULL. */
+WARD_INTERNAL void ward__watches_free(struct ward__watches *w);
+WARD_INTERNAL int ward__watches_fd(const struct ward__watches *w);
+/* Reads what is pending and notifies the guards concerned; notify functions may free guards. */
+WARD_INTERNAL int ward__watches_dispatch(struct ward__watches *w);
 
 /*
  * Sets up the guard of a policy (*ret NULL when nothing needs one): with
  * namespaces (fallback false) the protected paths that do not exist yet; in
  * the fallback every protected path, kept (content, mode, owner, time;
- * bounded), watched, and pinned directories watched for renames.
+ * bounded), watched, and pinned directories watched for renames. With shared
+ * (or NULL) the guard's watches are on that instance, otherwise on an
+ * instance of its own.
  */
 WARD_INTERNAL int ward__guard_new(const struct ward_policy *p, bool fallback,
-				  struct ward__guard **ret, struct ward_error *err);
+				  struct ward__watches *shared, struct ward__guard **ret,
+				  struct ward_error *err);
 WARD_INTERNAL void ward__guard_free(struct ward__guard *g);
-/* The inotify fd to poll (owned by the guard), or -1. */
+/* The inotify fd to poll (owned by the guard), or -1 (none, or a shared instance). */
 WARD_INTERNAL int ward__guard_fd(const struct ward__guard *g);
+/* With a shared instance: called (from ward__watches_dispatch) when events concern the guard. */
+WARD_INTERNAL void ward__guard_set_notify(struct ward__guard *g, ward__guard_notify_fn fn,
+					  void *userdata);
 /* Read-only descriptors of the kept files, for init's leases, and their paths. */
 WARD_INTERNAL size_t ward__guard_leases(const struct ward__guard *g, const int **ret_fds,
 					char *const **ret_paths);
@@ -333,6 +360,13 @@ struct ward__spawn_opts {
 	size_t n_keep_fds;
 	bool observe_fs; /* install the filesystem denial observer */
 	bool quiet_fallback; /* do not print the fallback warning (the caller reports it) */
+	/*
+	 * The inotify instance the guard shares with other sandboxes (a server),
+	 * or NULL for one of its own. With a shared one, sb->guard_fd is -1: the
+	 * owner of the instance dispatches its events and the sandbox's guard is
+	 * told through ward__sandbox_set_guard_notify().
+	 */
+	struct ward__watches *watches;
 };
 
 struct ward__denial {
@@ -345,6 +379,9 @@ struct ward__denial {
 struct ward__sandbox {
 	pid_t pid; /* init (or the command itself in fallback mode) */
 	int pidfd;
+	int ctl_fd; /* a prepared sandbox's socket to its init, until its command is sent; else -1 */
+	bool prepared; /* prepared and not launched yet */
+	bool launched; /* a prepared sandbox the command was sent to (not built at its start) */
 	int report_fd; /* read end of the report pipe, O_NONBLOCK */
 	int guard_fd; /* inotify fd watching missing protected paths, or -1 */
 	int life_fd; /* write end of the pipe whose closing tells the child ward is gone */
@@ -378,10 +415,67 @@ struct ward__sandbox {
  */
 WARD_INTERNAL int ward__sandbox_spawn(const struct ward__spawn_opts *o, struct ward__sandbox *ret,
 				      struct ward_error *err);
+/*
+ * Prepared sandboxes, for a server: everything of a sandbox but the command
+ * is built ahead (namespaces, mount view, loopback, the Landlock ruleset, the
+ * seccomp filter, init's signals and privileges, and with opts.pty the
+ * terminal), so that starting a process only sends the command to its init,
+ * which forks and execs it as the cold path does.
+ *
+ * ward__sandbox_prepare() clones the sandbox and returns at once: the work is
+ * the child's, and the parent does not wait for it. The sandbox is ready when
+ * its WARD_MSG_READY report arrives (sb->ready, from
+ * ward__sandbox_read_reports()); an error report or EOF instead means it
+ * failed. Only the namespaced isolations are prepared: -EOPNOTSUPP in the
+ * fallback (whose guard must keep the protected paths right before the
+ * command runs) and for danger-full-access. The opts' command fields, stdio
+ * and keep_fds are ignored; opts.policy must be resolved and is read only
+ * during the call.
+ *
+ * ward__sandbox_launch() sends the command of opts (argv, exec_path, envp or
+ * environ, stdio descriptors, the window size) to a ready prepared sandbox
+ * and sets up its guard from opts (watches, policy: the one the sandbox was
+ * prepared for). Afterwards the sandbox is an ordinary started one. A stdio
+ * descriptor left at -1 is /dev/null in the command (or the terminal with a
+ * tty). Returns -errno (the sandbox is then of no use: release it) when the
+ * command cannot be handed over.
+ */
+WARD_INTERNAL int ward__sandbox_prepare(const struct ward__spawn_opts *o, struct ward__sandbox *ret,
+					struct ward_error *err);
+WARD_INTERNAL int ward__sandbox_launch(struct ward__sandbox *sb, const struct ward__spawn_opts *o,
+				       struct ward_error *err);
+
+/* The command a prepared sandbox's init receives over its socket (init.c). */
+#define WARD_LAUNCH_MAGIC 0x3157524cu
+/* Commands larger than this travel in a memfd sent with the message. */
+#define WARD_LAUNCH_INLINE_MAX ((size_t)32 << 10)
+#define WARD_LAUNCH_MAX ((size_t)16 << 20) /* bytes of strings */
+#define WARD_LAUNCH_MAX_STRINGS (1u << 20) /* arguments, and environment entries */
+enum {
+	WARD_LAUNCH_EXEC_PATH = 1, /* the blob starts with the program's path */
+	WARD_LAUNCH_STDIN = 2, /* a descriptor for stdin comes (then stdout, stderr, in order) */
+	WARD_LAUNCH_STDOUT = 4,
+	WARD_LAUNCH_STDERR = 8,
+	WARD_LAUNCH_MEMFD = 16, /* the blob is in a memfd, the last descriptor */
+	WARD_LAUNCH_CWD = 32, /* the command's directory follows the program's path (or starts the blob) */
+};
+struct ward__launch_msg {
+	uint32_t magic;
+	uint32_t flags;
+	uint32_t argc;
+	uint32_t envc;
+	uint32_t blob_len; /* [exec_path] [cwd] argv... envp..., each NUL-terminated */
+	uint16_t rows, cols; /* a tty's window size, 0: as prepared */
+	/* the blob follows, unless WARD_LAUNCH_MEMFD */
+};
+
 /* Reads pending report messages (non-blocking). Returns 0, or -errno. EOF sets *ret_eof. */
 WARD_INTERNAL int ward__sandbox_read_reports(struct ward__sandbox *sb, bool *ret_eof);
 /* Handles pending events on guard_fd: removes created protected paths, kills the sandbox. */
 WARD_INTERNAL int ward__sandbox_handle_guard(struct ward__sandbox *sb);
+/* With a shared inotify instance: fn is called when the guard has events (then handle them). */
+WARD_INTERNAL void ward__sandbox_set_guard_notify(struct ward__sandbox *sb,
+						  ward__guard_notify_fn fn, void *userdata);
 /* Forwards a signal to the command's process group (through init). */
 WARD_INTERNAL int ward__sandbox_signal(struct ward__sandbox *sb, int sig);
 /* Kills every process of the sandbox. Idempotent. */
@@ -392,6 +486,14 @@ WARD_INTERNAL void ward__sandbox_kill(struct ward__sandbox *sb);
  */
 WARD_INTERNAL int ward__sandbox_wait(struct ward__sandbox *sb, int *ret_exit_code);
 WARD_INTERNAL void ward__sandbox_release(struct ward__sandbox *sb);
+/*
+ * Gives back every kernel resource of a finished sandbox (its descriptors,
+ * the guard's watches or instance) and keeps what was learnt (status, error,
+ * denials, the fields above): for a server that keeps finished processes
+ * readable for a while. Only once init is reaped (ward__sandbox_wait());
+ * does nothing before. release() is still needed for the memory.
+ */
+WARD_INTERNAL void ward__sandbox_close(struct ward__sandbox *sb);
 /*
  * Like release, but does not wait for init to finish exiting: for a caller
  * that exits right after (the CLI), whose own parent reaps what is left.
@@ -419,6 +521,15 @@ WARD_INTERNAL int ward__mounts_setup(const struct ward_policy *p, struct ward_er
  * keeps after the command's status is reported, until it is killed (ward's
  * exit, by the parent-death signal, or ward__sandbox_release()).
  */
+/*
+ * init.c: a prepared sandbox's init. Sets up what does not depend on the
+ * command, reports WARD_MSG_READY, waits on ctl_fd for its command (or exits
+ * 0 when ward closes it), then is init as ward__init_main().
+ */
+_noreturn_ WARD_INTERNAL void ward__init_prepared_main(struct ward__spawn_opts *o, int report_fd,
+						       int ctl_fd,
+						       const struct ward__seccomp_prog *prog,
+						       int landlock_fd, enum ward__isolation iso);
 _noreturn_ WARD_INTERNAL void ward__init_main(const struct ward__spawn_opts *o, int report_fd,
 					      int hold_fd, const struct ward__seccomp_prog *prog,
 					      int landlock_fd, enum ward__isolation iso,

@@ -264,6 +264,95 @@ _noreturn_ static void child_main(const struct ward__spawn_opts *opts, int repor
 	ward__init_main(o, report_fd, hold_fd, prog, landlock_fd, iso, leases);
 }
 
+/*
+ * The child of a prepared sandbox: what child_main() does before the
+ * command, without knowing the command, then init waits for it
+ * (ward__init_prepared_main). The namespaces beyond the user and pid ones
+ * are made here by unshare(), not by the clone: creating them (the network
+ * namespace above all) is most of the cost of a sandbox, and the clone runs
+ * in the server's event loop, which must not wait for it. Made by the new
+ * user namespace's process, they are the same namespaces, owned by the same
+ * user namespace, as the cold path's clone flags make.
+ */
+_noreturn_ static void child_prepared_main(const struct ward__spawn_opts *opts, int report_fd,
+					   int life_fd, int ctl_fd,
+					   const struct ward__seccomp_prog *prog,
+					   enum ward__isolation iso, uid_t uid, gid_t gid,
+					   int landlock_abi)
+{
+	static const struct ward__init_leases no_leases = {0};
+	struct ward__spawn_opts local = *opts, *o = &local;
+	const struct ward_policy *p = o->policy;
+	unsigned long flags = CLONE_NEWNS | CLONE_NEWIPC | CLONE_NEWUTS;
+	struct ward_error e = {0};
+	struct pollfd pfd = {.fd = life_fd, .events = POLLIN};
+	int landlock_fd = -1, devnull, r;
+
+	/* If ward dies, so does everything inside (init's death ends the pid namespace). */
+	if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0) {
+		ward__error(&e, -errno, "spawn", "cannot set the parent-death signal: %m");
+		child_fail(report_fd, &e);
+	}
+	if (poll(&pfd, 1, 0) > 0 && (pfd.revents & (POLLHUP | POLLIN)))
+		_exit(125);
+	close(life_fd);
+	/*
+	 * Waiting for its command, the sandbox holds none of ward's stdio (with
+	 * --listen stdio, the client's pipes): the command gets what is sent.
+	 */
+	devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
+	if (devnull < 0) {
+		ward__error(&e, -errno, "spawn", "cannot open '/dev/null': %m");
+		child_fail(report_fd, &e);
+	}
+	for (int i = 0; i < 3; i++)
+		dup2(devnull, i);
+	if (devnull > 2)
+		close(devnull);
+	for (int i = 0; i < 3; i++)
+		o->stdio[i] = -1;
+	o->tty_fd = -1;
+	o->n_keep_fds = 0;
+	close_inherited_fds(o, report_fd, ctl_fd, -1, &no_leases);
+
+	if (iso == WARD_ISOLATION_USERNS) {
+		r = write_id_maps(uid, gid, &e);
+		if (r < 0)
+			child_fail(report_fd, &e);
+	}
+	if (!p->network)
+		flags |= CLONE_NEWNET;
+	if (unshare(flags) < 0) {
+		ward__error(&e, -errno, "userns", "cannot create the sandbox's namespaces: %m");
+		child_fail(report_fd, &e);
+	}
+	r = ward__mounts_setup(p, &e);
+	if (r < 0)
+		child_fail(report_fd, &e);
+	if (!p->network) {
+		r = loopback_up(&e);
+		if (r < 0)
+			child_fail(report_fd, &e);
+	}
+	/* The terminal comes from the sandbox's own devpts, as in the cold path; ward gets the master now. */
+	if (o->pty) {
+		r = open_pty(o, ctl_fd, &e);
+		if (r < 0)
+			child_fail(report_fd, &e);
+	}
+	if (chdir(p->resolved_cwd) < 0) {
+		ward__error(&e, -errno, "spawn", "cannot enter the working directory '%s': %m",
+			    p->resolved_cwd);
+		child_fail(report_fd, &e);
+	}
+	if (landlock_abi > 0) {
+		r = ward__landlock_build(p, landlock_abi, false, &landlock_fd, &e);
+		if (r < 0)
+			child_fail(report_fd, &e);
+	}
+	ward__init_prepared_main(o, report_fd, ctl_fd, prog, landlock_fd, iso);
+}
+
 /* ------------------------------------------------------------------ parent side */
 
 /*
@@ -370,7 +459,7 @@ static int spawn_attempt(const struct ward__spawn_opts *o, struct ward__sandbox 
 	}
 
 	/* In the fallback this keeps every protected path: before the command exists. */
-	r = ward__guard_new(p, !isolated && !danger, &priv->guard, err);
+	r = ward__guard_new(p, !isolated && !danger, o->watches, &priv->guard, err);
 	if (r < 0)
 		goto fail;
 	sb->guard_fd = ward__guard_fd(priv->guard);
@@ -419,7 +508,10 @@ static int spawn_attempt(const struct ward__spawn_opts *o, struct ward__sandbox 
 		close(life[1]);
 		if (ptys[0] >= 0)
 			close(ptys[0]);
-		/* init holds on to the guard's inotify instance: see ward__init_main(). */
+		/*
+		 * init holds on to the guard's inotify instance: see ward__init_main().
+		 * Never a shared instance (guard_fd is -1 then): that one is ward's.
+		 */
 		child_main(o, report[1], life[0], ptys[1], sb->guard_fd, &prog, iso, uid, gid,
 			   danger ? 0 : landlock_abi, &leases);
 	}
@@ -509,6 +601,7 @@ int ward__sandbox_spawn(const struct ward__spawn_opts *o, struct ward__sandbox *
 				     .report_fd = -1,
 				     .guard_fd = -1,
 				     .life_fd = -1,
+				     .ctl_fd = -1,
 				     .pty_master = -1};
 	if (!p || !p->resolved)
 		return ward__error(err, -EINVAL, "policy", "the policy was not resolved");
@@ -590,6 +683,257 @@ int ward__sandbox_spawn(const struct ward__spawn_opts *o, struct ward__sandbox *
 	return r;
 }
 
+/* ------------------------------------------------------------------ prepared sandboxes */
+
+int ward__sandbox_prepare(const struct ward__spawn_opts *o, struct ward__sandbox *sb,
+			  struct ward_error *err)
+{
+	const struct ward_policy *p = o->policy;
+	const struct fast_features *ff = fast_features();
+	struct ward__seccomp_opts so = {0};
+	struct ward__seccomp_prog prog = {0};
+	_cleanup_free_ struct spawn_priv *priv = NULL;
+	int report[2] = {-1, -1}, life[2] = {-1, -1}, ctl[2] = {-1, -1};
+	enum ward__isolation iso;
+	unsigned long flags;
+	int pidfd = -1;
+	uid_t uid = geteuid();
+	gid_t gid = getegid();
+	long pid;
+	int r;
+
+	*sb = (struct ward__sandbox){.pid = -1,
+				     .pidfd = -1,
+				     .report_fd = -1,
+				     .guard_fd = -1,
+				     .life_fd = -1,
+				     .ctl_fd = -1,
+				     .pty_master = -1};
+	if (!p || !p->resolved)
+		return ward__error(err, -EINVAL, "policy", "the policy was not resolved");
+	if (p->mode == WARD_MODE_DANGER_FULL_ACCESS || o->n_keep_fds > 0)
+		return -EOPNOTSUPP;
+	/*
+	 * The isolation the cold path found on this host; never the fallback,
+	 * whose guard keeps the protected paths as they are right before the
+	 * command runs (a prepared sandbox would keep them seconds earlier).
+	 */
+	if (!userns_refused)
+		iso = WARD_ISOLATION_USERNS;
+	else if (!rootns_refused && have_sys_admin())
+		iso = WARD_ISOLATION_ROOT;
+	else
+		return -EOPNOTSUPP;
+
+	/* The same filter options as a cold start's (spawn_attempt) with namespaces. */
+	so.network_off = !p->network;
+	so.netns = !p->network;
+	so.supervise_connect = !p->network && ff->user_notif;
+	so.observe_fs = o->observe_fs && ff->user_notif;
+	so.observe_reads = so.observe_fs && p->n_deny > 0;
+	so.notify_refusals = so.observe_fs;
+	r = ward__seccomp_build(&so, &prog, err);
+	if (r < 0)
+		return r;
+	priv = calloc(1, sizeof(*priv));
+	if (!priv) {
+		r = ward__error(err, -ENOMEM, "spawn", "out of memory");
+		goto fail;
+	}
+	if (pipe2(report, O_CLOEXEC) < 0 || pipe2(life, O_CLOEXEC) < 0) {
+		r = ward__error(err, -errno, "spawn", "cannot create a pipe: %m");
+		goto fail;
+	}
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, ctl) < 0) {
+		r = ward__error(err, -errno, "spawn", "cannot create a socket pair: %m");
+		goto fail;
+	}
+	flags = CLONE_PIDFD | SIGCHLD | CLONE_NEWPID;
+	if (iso == WARD_ISOLATION_USERNS)
+		flags |= CLONE_NEWUSER;
+	/* As in spawn_attempt: fork semantics, a pidfd without a pid-reuse race. */
+	pid = syscall(SYS_clone, flags, NULL, &pidfd, NULL, 0);
+	if (pid < 0) {
+		r = ward__error(err, -errno, "spawn", "cannot create the sandbox: %m");
+		goto fail;
+	}
+	if (pid == 0) {
+		close(report[0]);
+		close(life[1]);
+		close(ctl[0]);
+		child_prepared_main(o, report[1], life[0], ctl[1], &prog, iso, uid, gid,
+				    ff->landlock_abi);
+	}
+	close(report[1]);
+	close(life[0]);
+	close(ctl[1]);
+	ward__seccomp_prog_release(&prog);
+	priv->init_status = -1;
+	sb->pid = (pid_t)pid;
+	sb->pidfd = pidfd;
+	sb->report_fd = report[0];
+	ward__fd_nonblock(sb->report_fd, true);
+	sb->life_fd = life[1];
+	sb->ctl_fd = ctl[0];
+	sb->prepared = true;
+	sb->isolated = true;
+	sb->isolation = iso;
+	sb->netns = !p->network;
+	sb->landlock_abi = ff->landlock_abi;
+	sb->seccomp = true;
+	sb->denials_exact = so.observe_fs;
+	sb->priv = TAKE_PTR(priv);
+	return 0;
+
+fail:
+	ward__seccomp_prog_release(&prog);
+	for (int i = 0; i < 2; i++) {
+		if (report[i] >= 0)
+			close(report[i]);
+		if (life[i] >= 0)
+			close(life[i]);
+		if (ctl[i] >= 0)
+			close(ctl[i]);
+	}
+	return r;
+}
+
+/* The command's strings as the init of a prepared sandbox reads them: [exec_path] argv envp. */
+static int launch_blob(const struct ward__spawn_opts *o, struct ward__launch_msg *m, char **ret,
+		       size_t *ret_len)
+{
+	char *const *envp = o->envp ? o->envp : environ;
+	size_t len = 0, argc = 0, envc = 0;
+	char *blob, *q;
+
+	if (o->exec_path)
+		len += strlen(o->exec_path) + 1;
+	if (o->cwd)
+		len += strlen(o->cwd) + 1;
+	for (; o->argv[argc]; argc++)
+		len += strlen(o->argv[argc]) + 1;
+	for (; envp && envp[envc]; envc++)
+		len += strlen(envp[envc]) + 1;
+	if (len > WARD_LAUNCH_MAX || argc > WARD_LAUNCH_MAX_STRINGS ||
+	    envc > WARD_LAUNCH_MAX_STRINGS)
+		return -E2BIG;
+	blob = malloc(sizeof(*m) + len);
+	if (!blob)
+		return -ENOMEM;
+	q = blob + sizeof(*m);
+	if (o->exec_path)
+		q = stpcpy(q, o->exec_path) + 1;
+	if (o->cwd)
+		q = stpcpy(q, o->cwd) + 1;
+	for (size_t i = 0; i < argc; i++)
+		q = stpcpy(q, o->argv[i]) + 1;
+	for (size_t i = 0; i < envc; i++)
+		q = stpcpy(q, envp[i]) + 1;
+	m->magic = WARD_LAUNCH_MAGIC;
+	m->flags |= o->exec_path ? WARD_LAUNCH_EXEC_PATH : 0;
+	m->flags |= o->cwd ? WARD_LAUNCH_CWD : 0;
+	m->argc = (uint32_t)argc;
+	m->envc = (uint32_t)envc;
+	m->blob_len = (uint32_t)len;
+	memcpy(blob, m, sizeof(*m));
+	*ret = blob;
+	*ret_len = len;
+	return 0;
+}
+
+int ward__sandbox_launch(struct ward__sandbox *sb, const struct ward__spawn_opts *o,
+			 struct ward_error *err)
+{
+	struct spawn_priv *priv = sb->priv;
+	struct ward__launch_msg m = {0};
+	union {
+		struct cmsghdr h;
+		char buf[CMSG_SPACE(sizeof(int) * 4)];
+	} u = {0};
+	struct iovec iov;
+	struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1};
+	_cleanup_free_ char *blob = NULL;
+	_cleanup_close_ int memfd = -1;
+	int fds[4], nfd = 0;
+	size_t len;
+	ssize_t n;
+	int r;
+
+	if (!priv || !sb->prepared || sb->ctl_fd < 0 || !o->argv || !o->argv[0])
+		return ward__error(err, -EINVAL, "launch", "not a prepared sandbox");
+	/* Descriptors kept at their numbers need the cold path's fork (and its checks). */
+	if (o->n_keep_fds > 0)
+		return ward__error(err, -EOPNOTSUPP, "launch", "descriptors to keep");
+	if (o->pty) {
+		/* The master of the terminal init opened in the sandbox's own devpts. */
+		struct pollfd pfd = {.fd = sb->ctl_fd, .events = POLLIN};
+
+		if (poll(&pfd, 1, 0) <= 0 || (r = ward__recv_fd(sb->ctl_fd)) < 0)
+			return ward__error(err, -EPIPE, "launch", "the sandbox has no terminal");
+		sb->pty_master = r;
+		m.rows = o->winsize.ws_row;
+		m.cols = o->winsize.ws_col;
+	} else {
+		for (int i = 0; i < 3; i++)
+			if (o->stdio[i] >= 0) {
+				m.flags |= WARD_LAUNCH_STDIN << i;
+				fds[nfd++] = o->stdio[i];
+			}
+	}
+	/*
+	 * The guard starts before the command, as in the cold path (and on the
+	 * policy the sandbox was prepared for: the caller checked they are the
+	 * same).
+	 */
+	r = ward__guard_new(o->policy, false, o->watches, &priv->guard, err);
+	if (r < 0)
+		return r;
+	sb->guard_fd = ward__guard_fd(priv->guard);
+
+	r = launch_blob(o, &m, &blob, &len);
+	if (r < 0)
+		return ward__error(err, r, "launch", "cannot pass the command to the sandbox: %m");
+	if (len <= WARD_LAUNCH_INLINE_MAX) {
+		iov = (struct iovec){.iov_base = blob, .iov_len = sizeof(m) + len};
+	} else {
+		/* Too large for one datagram: the strings go in a memfd (init maps it). */
+		m.flags |= WARD_LAUNCH_MEMFD;
+		memcpy(blob, &m, sizeof(m));
+		memfd = memfd_create("ward-launch", MFD_CLOEXEC);
+		if (memfd < 0)
+			return ward__error(err, -errno, "launch", "cannot create a memfd: %m");
+		r = ward__write_all(memfd, blob + sizeof(m), len);
+		if (r < 0)
+			return ward__error(err, r, "launch", "cannot write the command: %m");
+		fds[nfd++] = memfd;
+		iov = (struct iovec){.iov_base = blob, .iov_len = sizeof(m)};
+	}
+	if (nfd > 0) {
+		struct cmsghdr *cm;
+
+		mh.msg_control = u.buf;
+		mh.msg_controllen = CMSG_SPACE(sizeof(int) * (size_t)nfd);
+		cm = CMSG_FIRSTHDR(&mh);
+		cm->cmsg_level = SOL_SOCKET;
+		cm->cmsg_type = SCM_RIGHTS;
+		cm->cmsg_len = CMSG_LEN(sizeof(int) * (size_t)nfd);
+		memcpy(CMSG_DATA(cm), fds, sizeof(int) * (size_t)nfd);
+	}
+	/* One datagram into an empty socket: never blocks the caller's loop. */
+	do
+		n = sendmsg(sb->ctl_fd, &mh, MSG_DONTWAIT | MSG_NOSIGNAL);
+	while (n < 0 && errno == EINTR);
+	if (n < 0)
+		return ward__error(err, -errno, "launch",
+				   "cannot pass the command to the sandbox: %m");
+	/* init reads the datagram after ward's end is gone (queued data outlives the sender). */
+	close(sb->ctl_fd);
+	sb->ctl_fd = -1;
+	sb->prepared = false;
+	sb->launched = true;
+	return 0;
+}
+
 static void add_guard_denial(struct ward__sandbox *sb, const char *access, const char *path);
 
 static void add_denial(struct ward__sandbox *sb, const char *access, const char *sc, int error,
@@ -623,6 +967,15 @@ static void add_denial(struct ward__sandbox *sb, const char *access, const char 
 static void handle_message(struct ward__sandbox *sb, const struct ward__msg_hdr *h,
 			   const char *payload)
 {
+	/*
+	 * The child armed its parent-death signal before its first report: the
+	 * life pipe has served (one descriptor less per sandbox in a server
+	 * holding many).
+	 */
+	if ((h->type == WARD_MSG_READY || h->type == WARD_MSG_ERROR) && sb->life_fd >= 0) {
+		close(sb->life_fd);
+		sb->life_fd = -1;
+	}
 	switch (h->type) {
 	case WARD_MSG_ERROR:
 		if (h->len == sizeof(struct ward__msg_error) && !sb->have_error) {
@@ -1012,6 +1365,9 @@ int ward__sandbox_wait(struct ward__sandbox *sb, int *ret_exit_code)
 	bool eof = false;
 	int code;
 
+	if (!priv)
+		return -ECHILD; /* closed (ward__sandbox_close) */
+
 	while (!sb->have_status) {
 		struct pollfd pfds[3] = {
 			{.fd = sb->pidfd, .events = POLLIN},
@@ -1103,6 +1459,8 @@ static void release(struct ward__sandbox *sb, bool reap)
 		close(sb->life_fd);
 	if (sb->pty_master >= 0)
 		close(sb->pty_master);
+	if (sb->ctl_fd >= 0)
+		close(sb->ctl_fd);
 	for (size_t i = 0; i < sb->n_denials; i++)
 		free(sb->denials[i].target);
 	free(sb->denials);
@@ -1114,7 +1472,41 @@ static void release(struct ward__sandbox *sb, bool reap)
 				     .report_fd = -1,
 				     .guard_fd = -1,
 				     .life_fd = -1,
+				     .ctl_fd = -1,
 				     .pty_master = -1};
+}
+
+void ward__sandbox_set_guard_notify(struct ward__sandbox *sb, ward__guard_notify_fn fn,
+				    void *userdata)
+{
+	struct spawn_priv *priv = sb->priv;
+
+	if (priv)
+		ward__guard_set_notify(priv->guard, fn, userdata);
+}
+
+void ward__sandbox_close(struct ward__sandbox *sb)
+{
+	struct spawn_priv *priv = sb->priv;
+
+	/* Never an unreaped init: its pidfd is the only handle on it. */
+	if (priv && !priv->reaped && sb->pidfd >= 0)
+		return;
+	if (sb->pidfd >= 0)
+		close(sb->pidfd);
+	if (sb->report_fd >= 0)
+		close(sb->report_fd);
+	if (sb->life_fd >= 0)
+		close(sb->life_fd);
+	if (sb->pty_master >= 0)
+		close(sb->pty_master);
+	if (sb->ctl_fd >= 0)
+		close(sb->ctl_fd);
+	sb->pidfd = sb->report_fd = sb->life_fd = sb->pty_master = sb->guard_fd = sb->ctl_fd = -1;
+	if (priv)
+		ward__guard_free(priv->guard); /* its watches, or its own instance */
+	free(priv);
+	sb->priv = NULL;
 }
 
 void ward__sandbox_release(struct ward__sandbox *sb)

@@ -39,6 +39,7 @@
 #include "exec/exec.h"
 #include "exec/proc.h"
 #include "policy/policy.h"
+#include "rpc/base64.h"
 #include "rpc/jsonrpc.h"
 #include "server/args.h"
 #include "server/execserver.h"
@@ -121,6 +122,8 @@ struct xsession {
 	struct ward__xserver *srv;
 	char id[37];
 	struct xconn *conn;
+	/* Sandboxes prepared for this session's policies, while one connection holds it. */
+	struct ward__proc_pool *pool;
 	uint64_t ttl_timer;
 	struct xproc *procs;
 	size_t n_procs;
@@ -129,6 +132,12 @@ struct xsession {
 
 struct ward__xserver {
 	struct ward__loop *loop;
+	/*
+	 * Where process/output notifications are built, kept from one to the
+	 * next: a stream's chunks are hundreds of KiB, and a fresh buffer each
+	 * time is fresh pages each time.
+	 */
+	struct ward__buf notify_buf;
 	struct ward__xserver_config cfg;
 	struct ward_policy *policy;
 	struct ward_run_options *env;
@@ -145,19 +154,12 @@ struct ward__xserver {
 
 static char *b64_encode(const void *data, size_t len, size_t *ret_len)
 {
-	size_t n = 4 * ((len + 2) / 3);
+	size_t n = ward__base64_encoded_len(len);
 	char *out = malloc(n + 1);
 
 	if (!out)
 		return NULL;
-	/* EVP_EncodeBlock takes an int length: encode in slices of whole 3-byte groups. */
-	for (size_t off = 0, o = 0; off < len;) {
-		size_t k = MIN(len - off, (size_t)3 << 20);
-
-		o += (size_t)EVP_EncodeBlock((unsigned char *)out + o,
-					     (const unsigned char *)data + off, (int)k);
-		off += k;
-	}
+	ward__base64_encode(data, len, out);
 	out[n] = '\0';
 	if (ret_len)
 		*ret_len = n;
@@ -475,33 +477,31 @@ static void notify_output(struct xproc *p, uint64_t seq, uint8_t stream, const u
 			  size_t len)
 {
 	struct xconn *x = p->sess->conn;
-	struct ward__buf b;
-	size_t b64_len = 4 * ((len + 2) / 3);
+	struct ward__buf *b = &p->sess->srv->notify_buf;
+	size_t b64_len = ward__base64_encoded_len(len);
 	int r;
 
 	if (!x || !x->initialized)
 		return;
-	r = ward__buf_init(&b, b64_len + strlen(p->id_json) + 160);
+	ward__buf_clear(b);
+	r = ward__buf_reserve(b, b64_len + strlen(p->id_json) + 160);
 	if (r >= 0)
-		r = ward__buf_printf(&b,
+		r = ward__buf_printf(b,
 				     "{\"method\":\"process/output\",\"params\":{\"processId\":%s,"
 				     "\"seq\":%" PRIu64 ",\"stream\":\"%s\",\"chunk\":\"",
 				     p->id_json, seq, stream_name(stream));
-	if (r >= 0)
-		r = ward__buf_reserve(&b, b64_len + 4);
 	if (r >= 0) {
-		for (size_t off = 0; off < len;) {
-			size_t k = MIN(len - off, (size_t)3 << 20);
-
-			b.len += (size_t)EVP_EncodeBlock(b.data + b.len, data + off, (int)k);
-			off += k;
-		}
-		b.data[b.len] = '\0';
-		r = ward__buf_append_str(&b, "\"}}");
+		b->len += ward__base64_encode(data, len, (char *)b->data + b->len);
+		b->data[b->len] = '\0';
+		r = ward__buf_append_str(b, "\"}}");
 	}
 	if (r >= 0)
-		send_bytes(x, &b);
-	ward__buf_release(&b);
+		send_bytes(x, b);
+	/* A single huge chunk is not worth keeping around. */
+	if (b->alloc > ((size_t)4 << 20))
+		ward__buf_release(b);
+	else
+		ward__buf_clear(b);
 	if (ward__conn_congested(x->c))
 		proc_pause_all(p->sess, true);
 }
@@ -651,6 +651,7 @@ static void session_free(struct xsession *se)
 
 	while (se->procs)
 		xproc_free(se->procs);
+	ward__proc_pool_free(se->pool);
 	ward__loop_del_timer(s->loop, se->ttl_timer);
 	if (se->conn)
 		se->conn->sess = NULL;
@@ -678,6 +679,11 @@ static void session_detach(struct xsession *se)
 	struct ward__xserver *s = se->srv;
 
 	se->conn = NULL;
+	/*
+	 * What was prepared for this connection goes with it: a prepared sandbox
+	 * is never handed to another connection, even one resuming the session.
+	 */
+	ward__proc_pool_flush(se->pool);
 	/* Nobody reads now: retention keeps the newest output, processes are never blocked. */
 	proc_pause_all(se, false);
 	ward__loop_add_timer(s->loop, ward__now_ns() + (uint64_t)s->cfg.detached_ttl_ms * 1000000,
@@ -1083,6 +1089,7 @@ static void handle_start(struct xconn *x, const struct ward__rpc_msg *m)
 	spec.cols = (unsigned short)cols;
 	spec.stdin_pipe = p->pipe_stdin;
 	spec.timeout_ms = (uint64_t)timeout;
+	spec.pool = se->pool;
 	/* Linked before the start: callbacks may come as soon as the loop runs. */
 	p->next = se->procs;
 	if (se->procs)
@@ -1381,6 +1388,11 @@ static void handle_initialize(struct xconn *x, const struct ward__rpc_msg *m)
 			return;
 		}
 		se->srv = s;
+		if (ward__proc_pool_new(s->loop, &se->pool) < 0) {
+			free(se);
+			reply_error(x, &m->id, WARD_RPC_INTERNAL_ERROR, "out of memory");
+			return;
+		}
 		uuid_v4(se->id);
 		se->next = s->sessions;
 		if (s->sessions)
@@ -1680,6 +1692,7 @@ int ward__xserver_new(struct ward__loop *l, const struct ward__xserver_config *c
 		return ward__error(err, -ENOMEM, "serve", "out of memory");
 	s->loop = l;
 	s->cfg = *c;
+	ward__buf_init(&s->notify_buf, (size_t)1 << 30);
 	if (!s->cfg.max_connections)
 		s->cfg.max_connections = WARD_XS_DEFAULT_MAX_CONNECTIONS;
 	if (!s->cfg.max_processes)
@@ -1718,6 +1731,7 @@ void ward__xserver_free(struct ward__xserver *s)
 	while (s->sessions)
 		session_free(s->sessions);
 	ward_policy_free(s->policy);
+	ward__buf_release(&s->notify_buf);
 	free(s->cwd);
 	free(s);
 }

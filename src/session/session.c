@@ -91,6 +91,7 @@ struct session {
 struct ward__sessions {
 	struct ward__loop *loop;
 	struct ward_policy *policy;
+	struct ward__proc_pool *pool; /* sandboxes prepared for the sessions to come */
 	struct ward_run_options *env_opts, *env_opts_pipes; /* tty, pipes */
 	char **envp_pipes, **envp_tty;
 	char *cwd;
@@ -1069,6 +1070,12 @@ int ward__sessions_new(struct ward__loop *l, const struct ward__sessions_config 
 		ward__error(err, r, "session", "cannot copy the policy: %m");
 		goto fail;
 	}
+	/* The store's client alone uses the sandboxes prepared for its sessions. */
+	r = ward__proc_pool_new(l, &s->pool);
+	if (r < 0) {
+		ward__error(err, r, "session", "out of memory");
+		goto fail;
+	}
 	/* The base directory of relative workdirs: the policy's cwd, else ours. */
 	s->cwd = c->policy->cwd ? strdup(c->policy->cwd) : ward__path_absolute(".");
 	if (!s->cwd) {
@@ -1109,6 +1116,7 @@ void ward__sessions_free(struct ward__sessions *s)
 		session_free(s->head, "the session store is closing");
 	while (s->calls)
 		call_free(s, s->calls);
+	ward__proc_pool_free(s->pool);
 	ward_policy_free(s->policy);
 	ward_run_options_free(s->env_opts);
 	ward_run_options_free(s->env_opts_pipes);
@@ -1232,6 +1240,7 @@ static int start_session(struct ward__sessions *s, const struct ward__exec_args 
 	argv[2] = (char *)a->cmd;
 	argv[3] = NULL;
 	spec.policy = se->policy;
+	spec.pool = s->pool;
 	spec.argv = argv;
 	spec.cwd = se->workdir;
 	if (a->unsandboxed || a->policy) {

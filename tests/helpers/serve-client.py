@@ -11,6 +11,9 @@ dialect. Subcommands print one line per check result and exit 0 when all held:
   flood URL TOKEN PID SECONDS       start `yes` and never read; sample the server's RSS
   drop URL TOKEN N                  N connections start a sleeper and vanish mid-message
   many URL TOKEN N                  one connection starts N sleepers, then prints "started N"
+  exited URL TOKEN N                one connection starts N `true`s and waits for them to close:
+                                    "closed N"; after a line on stdin, reads each back (kept for
+                                    30 s): "readable N"
 
 The sleepers ($PROBE sleep) carry $MARK in their command line (not the client's own, so that a
 search for the marker finds only them).
@@ -194,6 +197,8 @@ def main():
     elif cmd == "many":
         token, n, marker = sys.argv[3], int(sys.argv[4]), os.environ["MARK"]
         s, r = session(url, token)
+        # A batch of starts is answered as the server gets through it (slowly under ASan).
+        s.settimeout(150)
         ok = 0
         errors = []
         for i in range(n):
@@ -210,6 +215,36 @@ def main():
         sys.stdout.flush()
         # Hold the connection until told to stop (stdin closes).
         sys.stdin.read()
+        s.close()
+    elif cmd == "exited":
+        token, n = sys.argv[3], int(sys.argv[4])
+        s, r = session(url, token)
+        s.settimeout(110)
+        for i in range(n):
+            send(s, {"id": 100 + i, "method": "process/start", "params": {
+                "processId": "t%d" % i, "argv": ["true"], "cwd": "file://" + os.getcwd(),
+                "env": {"PATH": "/usr/bin:/bin"}, "tty": False}})
+        started = closed = 0
+        while closed < n:
+            m = r.message()
+            if m.get("id", 0) >= 100 and "result" in m:
+                started += 1
+            elif "error" in m:
+                raise SystemExit("process/start failed: %r" % m)
+            elif m.get("method") == "process/closed":
+                closed += 1
+        print("closed", closed)
+        sys.stdout.flush()
+        sys.stdin.readline()
+        readable = 0
+        for i in range(n):
+            send(s, {"id": 5000 + i, "method": "process/read",
+                     "params": {"processId": "t%d" % i}})
+            a = r.answer(5000 + i)["result"]
+            if a["exited"] and a["closed"] and a["exitCode"] == 0:
+                readable += 1
+        print("readable", readable)
+        sys.stdout.flush()
         s.close()
 
 

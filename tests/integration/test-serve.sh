@@ -171,6 +171,128 @@ t_killed_server_leaves_nothing() {
 	expect_gone "$m"
 }
 
+# fds SPID: how many descriptors the server holds.
+fds() { ls "/proc/$1/fd" | wc -l; }
+# inotify_instances SPID
+inotify_instances() { find "/proc/$1/fd" -lname 'anon_inode:inotify' | wc -l; }
+# no_sandboxes SPID: waits up to 30 s for the server to have no child left (the
+# kernel's teardown of many network namespaces before can hold new ones up).
+no_sandboxes() {
+	local i
+	for i in $(seq 1 300); do
+		[ "$(pgrep -c -P "$1")" = 0 ] && return 0
+		sleep 0.1
+	done
+	return 1
+}
+
+# A thousand sandboxes at once: beyond every per-user kernel limit a sandbox
+# per process could meet on default sysctls (128 inotify instances, the first
+# of them), as root and as an unprivileged user.
+t_thousand_sleepers() {
+	local m base n
+	m=$(marker thousand)
+	serve --listen ws://127.0.0.1:0 --no-auth --session-ttl 1
+	# A first process sets up what the server keeps for good (the guards' inotify instance).
+	client run "$URL" ""
+	assert_eq "$(out)" ok "a first process"
+	no_sandboxes "$SPID" || fail "the first process's sandbox is still there"
+	base=$(fds "$SPID")
+	mkfifo "$T/hold"
+	(
+		exec 3<"$T/hold"
+		MARK=$m timeout -k 3 170 "$SPY" "$CLIENT" many "$URL" "" 1000 <&3 >"$T/many" 2>&1
+	) &
+	BG_PIDS+=("$!")
+	exec 4>"$T/hold"
+	for _ in $(seq 1 1200); do
+		grep -q "^started" "$T/many" && break
+		sleep 0.1
+	done
+	assert_eq "$(head -n 1 "$T/many")" "started 1000 []" "1000 sandboxed sleepers started"
+	# Each is its own sandbox: a sleeper, and the init of its pid namespace (a child of ward).
+	n=$(pgrep -c -f -- "$m")
+	assert_eq "$n" 1000 "1000 sleepers run on the host"
+	# Besides them, at most the one sandbox prepared for the session's next start.
+	n=$(pgrep -c -P "$SPID")
+	[ "$n" = 1000 ] || [ "$n" = 1001 ] || fail "the server has $n sandboxes for 1000 processes"
+	assert_eq "$(inotify_instances "$SPID")" 1 "one inotify instance for every guard"
+	# The session ends with its connection (and the short TTL): everything of it goes.
+	exec 4>&-
+	expect_gone "$m"
+	no_sandboxes "$SPID" || fail "sandboxes left: $(pgrep -c -P "$SPID")"
+	wait_for test "$(fds "$SPID")" = "$base" ||
+		fail "the server holds $(fds "$SPID") descriptors, $base before the session"
+	client run "$URL" ""
+	assert_eq "$(out)" ok "the server carries on"
+}
+
+# Finished processes stay readable (30 s) without holding anything of their sandbox.
+t_exited_release_their_sandbox() {
+	local base
+	serve --listen ws://127.0.0.1:0 --no-auth --session-ttl 1
+	client run "$URL" ""
+	no_sandboxes "$SPID" || fail "the first process's sandbox is still there"
+	base=$(fds "$SPID")
+	mkfifo "$T/hold2"
+	(
+		exec 3<"$T/hold2"
+		timeout -k 3 120 "$SPY" "$CLIENT" exited "$URL" "" 300 <&3 >"$T/exited" 2>&1
+	) &
+	BG_PIDS+=("$!")
+	exec 4>"$T/hold2"
+	for _ in $(seq 1 600); do
+		grep -q "^closed" "$T/exited" && break
+		sleep 0.1
+	done
+	assert_eq "$(head -n 1 "$T/exited")" "closed 300" "300 processes ran and closed"
+	# The sandbox prepared for the session's next start goes after 5 s unused.
+	for _ in $(seq 1 100); do
+		[ "$(pgrep -c -P "$SPID")" = 0 ] && break
+		sleep 0.1
+	done
+	assert_eq "$(pgrep -c -P "$SPID")" 0 "no sandbox left (the prepared one gone unused)"
+	# One more descriptor: the connection. Nothing of the 300 sandboxes.
+	wait_for test "$(fds "$SPID")" = "$((base + 1))" ||
+		fail "the server holds $(fds "$SPID") descriptors for 300 finished processes ($base before)"
+	echo go >&4
+	exec 4>&-
+	wait_for grep -q "^readable" "$T/exited"
+	assert_eq "$(sed -n 2p "$T/exited")" "readable 300" "their status is still readable"
+}
+
+# A session's prepared sandbox is for the connection that holds it: it goes
+# when the connection does (a client resuming the session gets none of it).
+t_prepared_not_across_connections() {
+	local m n
+	m=$(marker prepared)
+	serve --listen ws://127.0.0.1:0 --no-auth
+	mkfifo "$T/hold3"
+	(
+		exec 3<"$T/hold3"
+		MARK=$m timeout -k 3 60 "$SPY" "$CLIENT" many "$URL" "" 1 <&3 >"$T/one" 2>&1
+	) &
+	BG_PIDS+=("$!")
+	exec 4>"$T/hold3"
+	wait_for grep -q "^started 1" "$T/one" || fail "the sleeper did not start: $(cat "$T/one")"
+	# The sleeper's sandbox, and the one prepared for the next start.
+	for _ in $(seq 1 300); do
+		[ "$(pgrep -c -P "$SPID")" = 2 ] && break
+		sleep 0.1
+	done
+	[ "$(pgrep -c -P "$SPID")" = 2 ] ||
+		fail "no sandbox prepared: $(pgrep -c -P "$SPID") sandboxes"
+	exec 4>&-
+	# The session waits for a resume (its sleeper runs on); the prepared sandbox is gone.
+	for _ in $(seq 1 40); do
+		n=$(pgrep -c -P "$SPID")
+		[ "$n" = 1 ] && break
+		sleep 0.05
+	done
+	assert_eq "$n" 1 "only the detached session's process is left"
+	pgrep -f -- "$m" >/dev/null || fail "the detached session's sleeper runs on"
+}
+
 t_stdio_eof() {
 	local m
 	m=$(marker stdio)
@@ -192,4 +314,7 @@ tcase "100 connections dropped mid-request: server carries on, nothing left" t_d
 tcase "a client that never reads cannot make the server grow" t_flood_without_reader
 tcase "the server SIGKILLed: none of its processes survive" t_killed_server_leaves_nothing
 tcase "stdio: EOF kills every process, exit 0" t_stdio_eof
+tcase "1000 concurrent sandboxed processes, nothing left after the session" t_thousand_sleepers
+tcase "finished processes keep their status, not their sandbox's descriptors" t_exited_release_their_sandbox
+tcase "a prepared sandbox goes with its connection" t_prepared_not_across_connections
 finish

@@ -18,6 +18,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "basic/buf.h"
 #include "basic/util.h"
 #include "policy/policy.h"
 #include "tap.h"
@@ -901,6 +902,66 @@ TEST(gitmodules_fan_out_is_bounded)
 }
 
 /* ------------------------------------------------------------------ main */
+
+/* ------------------------------------------------------------------ fingerprint */
+
+static struct ward__buf fingerprint_of(const char *cwd)
+{
+	struct ward_policy *p;
+	struct ward__buf b;
+
+	ASSERT_OK(ward_policy_new(&p));
+	ASSERT_OK(ward_policy_set_cwd(p, cwd));
+	ASSERT_OK(ward_policy_resolve(p, NULL));
+	ward__buf_init(&b, 1 << 20);
+	ASSERT_OK(ward__policy_fingerprint(p, &b));
+	ward_policy_free(p);
+	return b;
+}
+
+static bool same_buf(const struct ward__buf *a, const struct ward__buf *b)
+{
+	return a->len == b->len && memcmp(a->data, b->data, a->len) == 0;
+}
+
+TEST(fingerprint_changes_with_the_resolution_and_the_entries)
+{
+	char dir[PATH_MAX], other[PATH_MAX + 8], cfg[PATH_MAX + 32], tmp[PATH_MAX + 32];
+	struct ward__buf a, b, c, d, e;
+	struct ward_policy *unresolved;
+
+	test_dir(dir, sizeof(dir));
+	mkdir_p(dir, ".git");
+	write_file(dir, ".git/config", "[core]\n");
+	snprintf(other, sizeof(other), "%s/sub", dir);
+	mkdir_p(dir, "sub");
+	a = fingerprint_of(dir);
+	b = fingerprint_of(dir);
+	ASSERT_TRUE(same_buf(&a, &b));
+	/* Another working directory: another sandbox. */
+	c = fingerprint_of(other);
+	ASSERT_FALSE(same_buf(&a, &c));
+	/* The same paths, but git replaced its config by a rename: another entry to mount. */
+	snprintf(cfg, sizeof(cfg), "%s/.git/config", dir);
+	snprintf(tmp, sizeof(tmp), "%s/.git/config.lock", dir);
+	write_file(dir, ".git/config.lock", "[core]\n");
+	ASSERT_OK(rename(tmp, cfg));
+	d = fingerprint_of(dir);
+	ASSERT_FALSE(same_buf(&a, &d));
+	/* A protected name that appeared (a git hooks directory): another resolution. */
+	mkdir_p(dir, ".git/hooks");
+	e = fingerprint_of(dir);
+	ASSERT_FALSE(same_buf(&d, &e));
+	/* Only a resolved policy has one. */
+	ASSERT_OK(ward_policy_new(&unresolved));
+	ASSERT_EQ(ward__policy_fingerprint(unresolved, &a), -EINVAL);
+	ward_policy_free(unresolved);
+	ward__buf_release(&a);
+	ward__buf_release(&b);
+	ward__buf_release(&c);
+	ward__buf_release(&d);
+	ward__buf_release(&e);
+}
 
 int main(void)
 {

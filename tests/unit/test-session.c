@@ -10,9 +10,14 @@
 #include <stdint.h>
 #include <fcntl.h>
 #include <jansson.h>
+#include <limits.h>
+#include <stdio.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sched.h>
+#include <sys/inotify.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -23,6 +28,7 @@
 #include "basic/util.h"
 #include "exec/proc.h"
 #include "policy/policy.h"
+#include "sandbox/sandbox.h"
 #include "session/session.h"
 
 static char scratch[] = "/tmp/ward-test-session.XXXXXX";
@@ -375,6 +381,619 @@ TEST(proc_free_while_running_leaves_nothing)
 		ward__loop_iterate(l, 50);
 	ASSERT_EQ(ward__loop_reaping(l), 0);
 	ward__buf_release(&st.out);
+	ward__loop_free(l);
+	ward_policy_free(pol);
+}
+
+/* ------------------------------------------------------------ the shared inotify instance */
+
+/* The watches of an inotify fd, from /proc/self/fdinfo: how many, and the mask on inode ino. */
+static size_t fdinfo_watches(int fd, ino_t ino, unsigned *ret_mask)
+{
+	char path[64], line[512];
+	size_t n = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", fd);
+	f = fopen(path, "re");
+	ASSERT_TRUE(f != NULL);
+	*ret_mask = 0;
+	while (fgets(line, sizeof(line), f)) {
+		unsigned long long i = 0;
+		unsigned mask = 0;
+		char *p = strstr(line, " ino:"), *m = strstr(line, " mask:");
+
+		if (strncmp(line, "inotify wd:", 11) != 0)
+			continue;
+		n++;
+		if (p && m && sscanf(p, " ino:%llx", &i) == 1 &&
+		    sscanf(m, " mask:%x", &mask) == 1 && (ino_t)i == ino)
+			*ret_mask |= mask;
+	}
+	fclose(f);
+	return n;
+}
+
+static void count_notify(void *userdata)
+{
+	(*(int *)userdata)++;
+}
+
+static struct ward__guard *shared_guard(struct ward__watches *w, const struct ward_policy *pol,
+					bool fallback, int *counter)
+{
+	struct ward__guard *g = NULL;
+	struct ward_error e = {0};
+
+	if (ward__guard_new(pol, fallback, w, &g, &e) < 0)
+		tap_fail(__FILE__, __LINE__, "guard_new: %s", e.message);
+	ASSERT_TRUE(g != NULL);
+	ASSERT_EQ(ward__guard_fd(g), -1);
+	ward__guard_set_notify(g, count_notify, counter);
+	return g;
+}
+
+static void expect_change(struct ward__guard *g, const char *access, const char *path)
+{
+	char a[16], got[PATH_MAX + 256];
+	bool changed = false;
+
+	ASSERT_OK(ward__guard_read(g, a, sizeof(a), got, sizeof(got), &changed));
+	ASSERT_TRUE(changed);
+	ASSERT_STREQ(a, access);
+	ASSERT_STREQ(got, path);
+}
+
+TEST(shared_inotify_one_watch_per_inode_counted_per_guard)
+{
+	_cleanup_free_ char *other = NULL, *codex = NULL;
+	struct ward_policy *pol = scratch_policy(), *pol2;
+	struct ward__watches *w;
+	struct ward__guard *fb, *ns, *elsewhere;
+	struct stat st;
+	unsigned mask;
+	int n_fb = 0, n_ns = 0, n_else = 0;
+
+	ASSERT_OK(ward_policy_resolve(pol, NULL));
+	ASSERT_OK(asprintf(&other, "%s/other", scratch));
+	ASSERT_OK(mkdir(other, 0755));
+	ASSERT_OK(ward_policy_new(&pol2));
+	ASSERT_OK(ward_policy_set_cwd(pol2, other));
+	ASSERT_OK(ward_policy_resolve(pol2, NULL));
+	ASSERT_OK(asprintf(&codex, "%s/.codex", scratch));
+	ASSERT_OK(stat(scratch, &st));
+	ASSERT_OK(ward__watches_new(&w, NULL));
+
+	/*
+	 * The fallback's guard of a missing name asks for more events on the
+	 * directory (deletions, renames) than the guard with namespaces (creations);
+	 * the second must add its mask, not replace the first's.
+	 */
+	fb = shared_guard(w, pol, true, &n_fb);
+	ns = shared_guard(w, pol, false, &n_ns);
+	elsewhere = shared_guard(w, pol2, false, &n_else);
+	fdinfo_watches(ward__watches_fd(w), st.st_ino, &mask);
+	ASSERT_TRUE(mask & IN_CREATE);
+	ASSERT_TRUE(mask & IN_DELETE);
+	ASSERT_TRUE(mask & IN_MOVED_FROM);
+
+	/* Every guard watching the directory hears of .codex, only they do. */
+	ASSERT_OK(mkdir(codex, 0755));
+	ASSERT_OK(ward__watches_dispatch(w));
+	ASSERT_EQ(n_fb, 1);
+	ASSERT_EQ(n_ns, 1);
+	ASSERT_EQ(n_else, 0);
+	expect_change(fb, "create", codex);
+	expect_change(ns, "create", codex);
+
+	/* One guard goes: the watch stays for the other, with its mask. */
+	ASSERT_OK(rmdir(codex));
+	ASSERT_OK(ward__watches_dispatch(w));
+	ward__guard_free(fb);
+	fdinfo_watches(ward__watches_fd(w), st.st_ino, &mask);
+	ASSERT_TRUE(mask & IN_CREATE);
+	ASSERT_OK(mkdir(codex, 0755));
+	n_ns = 0;
+	ASSERT_OK(ward__watches_dispatch(w));
+	ASSERT_EQ(n_ns, 1);
+	expect_change(ns, "create", codex);
+	ASSERT_EQ(n_else, 0);
+
+	/* The last guard of an inode removes its watch; nothing is left once all are gone. */
+	ward__guard_free(ns);
+	ASSERT_EQ(fdinfo_watches(ward__watches_fd(w), st.st_ino, &mask), 1);
+	ASSERT_EQ(mask, 0);
+	ward__guard_free(elsewhere);
+	ASSERT_EQ(fdinfo_watches(ward__watches_fd(w), st.st_ino, &mask), 0);
+	ASSERT_OK(rmdir(codex));
+	ward__watches_free(w);
+	ward_policy_free(pol);
+	ward_policy_free(pol2);
+}
+
+/* How many inotify instances this process holds. */
+static size_t inotify_instances(void)
+{
+	DIR *d = opendir("/proc/self/fd");
+	struct dirent *de;
+	size_t n = 0;
+
+	ASSERT_TRUE(d != NULL);
+	while ((de = readdir(d))) {
+		char path[300], target[64];
+		ssize_t k;
+
+		snprintf(path, sizeof(path), "/proc/self/fd/%s", de->d_name);
+		k = readlink(path, target, sizeof(target) - 1);
+		if (k <= 0)
+			continue;
+		target[k] = '\0';
+		if (strcmp(target, "anon_inode:inotify") == 0)
+			n++;
+	}
+	closedir(d);
+	return n;
+}
+
+TEST(procs_of_a_loop_share_one_guard_instance)
+{
+	_cleanup_free_ char *codex = NULL;
+	struct ward__loop *l;
+	struct ward_policy *pol = scratch_policy();
+	struct pstate st1 = {0}, st2 = {0};
+	struct ward__proc *p1, *p2;
+	const struct ward__sandbox *sb;
+	struct stat s;
+	bool seen = false;
+
+	ASSERT_OK(ward_policy_resolve(pol, NULL));
+	ASSERT_OK(asprintf(&codex, "%s/.codex", scratch));
+	ASSERT_OK(ward__loop_new(&l));
+	p1 = start_proc(l, pol, &st1, "echo up; exec sleep 1000", false, false, 0);
+	p2 = start_proc(l, pol, &st2, "echo up; exec sleep 1000", false, false, 0);
+	ASSERT_EQ(inotify_instances(), 1);
+	/* The first sandbox goes: the second's guard still watches the directory. */
+	ward__proc_free(p1);
+	ASSERT_OK(mkdir(codex, 0755));
+	run_until_closed(l, &st2);
+	ASSERT_EQ(ward__proc_exit_code(p2), 128 + SIGKILL);
+	sb = ward__proc_sandbox(p2);
+	ASSERT_TRUE(sb->guard_tripped);
+	for (size_t i = 0; i < sb->n_denials; i++)
+		if (strcmp(sb->denials[i].target, codex) == 0)
+			seen = true;
+	ASSERT_TRUE(seen);
+	/* The guard removed what the command (here: the host) created. */
+	ASSERT_EQ(stat(codex, &s), -1);
+	ward__proc_free(p2);
+	ward__buf_release(&st1.out);
+	ward__buf_release(&st2.out);
+	ward__loop_free(l);
+	ASSERT_EQ(inotify_instances(), 0);
+	ward_policy_free(pol);
+}
+
+/* ------------------------------------------------------------ prepared sandboxes */
+
+static int put_file(const char *path, const char *content)
+{
+	_cleanup_close_ int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+
+	if (fd < 0)
+		return -errno;
+	return ward__write_all(fd, content, strlen(content));
+}
+
+/* A fresh directory under the scratch directory, and a policy with it as cwd. */
+static struct ward_policy *dir_policy(const char *name, char **ret_dir)
+{
+	struct ward_policy *p;
+	char *dir;
+
+	ASSERT_OK(asprintf(&dir, "%s/%s", scratch, name));
+	ASSERT_OK(mkdir(dir, 0755));
+	ASSERT_OK(ward_policy_new(&p));
+	ASSERT_OK(ward_policy_set_cwd(p, dir));
+	ASSERT_OK(ward_policy_resolve(p, NULL));
+	*ret_dir = dir;
+	return p;
+}
+
+static struct ward__proc *start_spec(struct ward__loop *l, struct ward__proc_spec *spec,
+				     struct pstate *st)
+{
+	struct ward__proc *p;
+	struct ward_error e = {0};
+
+	*st = (struct pstate){0};
+	ward__buf_init(&st->out, 1 << 24);
+	if (ward__proc_start(l, spec, &pops, st, &p, &e) < 0)
+		tap_fail(__FILE__, __LINE__, "proc_start: %s", e.message);
+	return p;
+}
+
+/* Runs the loop until the pool has a sandbox ready (at most 10 s). */
+static void wait_ready(struct ward__loop *l, struct ward__proc_pool *pool)
+{
+	uint64_t deadline = ward__now_ms() + 10000;
+
+	while (ward__proc_pool_ready(pool) == 0 && ward__now_ms() < deadline)
+		ASSERT_OK(ward__loop_iterate(l, 20));
+	ASSERT_EQ(ward__proc_pool_ready(pool), 1);
+}
+
+/* Runs cmd through sh -c with the pool, in cwd (NULL: the policy's); its output, exit code, *ret_warm. */
+static char *run_in_dir(struct ward__loop *l, struct ward__proc_pool *pool,
+			const struct ward_policy *pol, const char *cmd, const char *cwd, bool tty,
+			int *ret_code, bool *ret_warm)
+{
+	char *argv[] = {(char *)"/bin/sh",  (char *)"-c",      (char *)cmd,
+			(char *)"arg zero", (char *)"arg one", NULL};
+	char *envp[] = {(char *)"FOO=bar baz", (char *)"PATH=/usr/bin:/bin", NULL};
+	struct ward__proc_spec spec = {
+		.policy = pol, .argv = argv, .envp = envp, .tty = tty, .rows = 30, .cols = 100};
+	struct pstate st;
+	struct ward__proc *p;
+	char *out;
+
+	spec.pool = pool;
+	spec.cwd = cwd;
+	p = start_spec(l, &spec, &st);
+	run_until_closed(l, &st);
+	*ret_code = ward__proc_exit_code(p);
+	*ret_warm = ward__proc_sandbox(p)->launched;
+	out = strdup((char *)st.out.data);
+	ward__proc_free(p);
+	ward__buf_release(&st.out);
+	return out;
+}
+
+static char *run_in(struct ward__loop *l, struct ward__proc_pool *pool,
+		    const struct ward_policy *pol, const char *cmd, bool tty, int *ret_code,
+		    bool *ret_warm)
+{
+	return run_in_dir(l, pool, pol, cmd, NULL, tty, ret_code, ret_warm);
+}
+
+/* What a command sees of its sandbox, printed in a stable order. */
+static const char probe_script[] =
+	"echo \"argv: $0|$1|$FOO\"; pwd; id -u; "
+	"grep -E '^(CapEff|CapBnd|NoNewPrivs|Seccomp):' /proc/self/status; "
+	"echo \"pid ns: $$ $(cat /proc/1/comm)\"; "
+	"echo \"net: $(grep -c : /proc/net/dev)\"; "
+	"touch /usr/ward-prepared-x 2>/dev/null || echo 'root: read-only'; "
+	"echo hi > own && cat own; echo err >&2; exit 7";
+
+TEST(prepared_sandbox_runs_a_command_as_a_cold_one)
+{
+	_cleanup_free_ char *dir = NULL, *cold = NULL, *warm = NULL, *warm2 = NULL;
+	struct ward_policy *pol = dir_policy("prepared-same", &dir);
+	struct ward__proc_pool *pool;
+	struct ward__loop *l;
+	int code;
+	bool launched;
+
+	ASSERT_OK(ward__loop_new(&l));
+	ASSERT_OK(ward__proc_pool_new(l, &pool));
+	/* The first start of a policy is cold, and has the next one prepared. */
+	cold = run_in(l, pool, pol, probe_script, false, &code, &launched);
+	ASSERT_FALSE(launched);
+	ASSERT_EQ(code, 7);
+	wait_ready(l, pool);
+	warm = run_in(l, pool, pol, probe_script, false, &code, &launched);
+	ASSERT_TRUE(launched);
+	ASSERT_EQ(code, 7);
+	/* The same command sees the same sandbox, whichever way it was built. */
+	ASSERT_STREQ(warm, cold);
+	ASSERT_CONTAINS(warm, "argv: arg zero|arg one|bar baz");
+	ASSERT_CONTAINS(warm, dir);
+	ASSERT_CONTAINS(warm, "CapEff:\t0000000000000000");
+	ASSERT_CONTAINS(warm, "CapBnd:\t0000000000000000");
+	ASSERT_CONTAINS(warm, "NoNewPrivs:\t1");
+	ASSERT_CONTAINS(warm, "Seccomp:\t2");
+	ASSERT_CONTAINS(warm, "net: 1");
+	ASSERT_CONTAINS(warm, "root: read-only");
+	ASSERT_CONTAINS(warm, "hi\n");
+	ASSERT_CONTAINS(warm, "err\n");
+	/* Used once: the next start gets another sandbox, prepared after this one. */
+	wait_ready(l, pool);
+	warm2 = run_in(l, pool, pol, "echo $$; exit 3", false, &code, &launched);
+	ASSERT_TRUE(launched);
+	ASSERT_EQ(code, 3);
+	/* A command of its own directory (a session's workdir) starts there, warm as cold. */
+	for (int i = 0; i < 3; i++) {
+		_cleanup_free_ char *out = NULL;
+		bool tty = i > 0;
+
+		if (i == 0)
+			wait_ready(l, pool);
+		out = run_in_dir(l, pool, pol, "pwd", "/usr", tty, &code, &launched);
+		ASSERT_EQ(launched, i != 1); /* the first tty start is cold */
+		ASSERT_EQ(code, 0);
+		ASSERT_CONTAINS(out, "/usr");
+		ASSERT_FALSE(strstr(out, dir));
+		if (i == 1) {
+			/* The pipes' slot has its sandbox ready; the tty's, a new slot, gets one too. */
+			uint64_t deadline = ward__now_ms() + 10000;
+
+			while (ward__proc_pool_ready(pool) < 2 && ward__now_ms() < deadline)
+				ASSERT_OK(ward__loop_iterate(l, 20));
+			ASSERT_EQ(ward__proc_pool_ready(pool), 2);
+		}
+	}
+	ward__proc_pool_free(pool);
+	ward__loop_free(l);
+	ward_policy_free(pol);
+}
+
+TEST(prepared_sandbox_execs_large_commands_and_reports_missing_ones)
+{
+	_cleanup_free_ char *dir = NULL, *big = NULL;
+	struct ward_policy *pol = dir_policy("prepared-big", &dir);
+	char *argv[] = {(char *)"/bin/sh", (char *)"-c", (char *)"echo ${#1}",
+			(char *)"sh",	   NULL,	 NULL};
+	char *missing[] = {(char *)"/nonexistent/ward-x", NULL};
+	struct ward__proc_spec spec = {.policy = pol, .argv = argv};
+	struct ward__proc_pool *pool;
+	struct ward__loop *l;
+	struct ward__proc *p;
+	struct pstate st;
+	int code;
+	bool launched;
+
+	ASSERT_OK(ward__loop_new(&l));
+	ASSERT_OK(ward__proc_pool_new(l, &pool));
+	spec.pool = pool;
+	free(run_in(l, pool, pol, "true", false, &code, &launched));
+	/* Arguments beyond one datagram travel in a memfd. */
+	big = malloc(100001);
+	memset(big, 'x', 100000);
+	big[100000] = '\0';
+	argv[4] = big;
+	wait_ready(l, pool);
+	p = start_spec(l, &spec, &st);
+	run_until_closed(l, &st);
+	ASSERT_TRUE(ward__proc_sandbox(p)->launched);
+	ASSERT_EQ(ward__proc_exit_code(p), 0);
+	ASSERT_STREQ((char *)st.out.data, "100000\n");
+	ward__proc_free(p);
+	ward__buf_release(&st.out);
+	/* A program that is not there: 127 and why, as in a cold sandbox. */
+	wait_ready(l, pool);
+	spec.argv = missing;
+	p = start_spec(l, &spec, &st);
+	run_until_closed(l, &st);
+	ASSERT_EQ(ward__proc_exit_code(p), 127);
+	ASSERT_TRUE(ward__proc_error(p) != NULL);
+	ASSERT_CONTAINS(ward__proc_error(p)->message, "/nonexistent/ward-x");
+	ward__proc_free(p);
+	ward__buf_release(&st.out);
+	ward__proc_pool_free(pool);
+	ward__loop_free(l);
+	ward_policy_free(pol);
+}
+
+TEST(prepared_tty_sandbox_has_its_own_terminal_at_the_asked_size)
+{
+	_cleanup_free_ char *dir = NULL, *out = NULL;
+	struct ward_policy *pol = dir_policy("prepared-tty", &dir);
+	struct ward__proc_pool *pool;
+	struct ward__loop *l;
+	int code;
+	bool launched;
+
+	ASSERT_OK(ward__loop_new(&l));
+	ASSERT_OK(ward__proc_pool_new(l, &pool));
+	free(run_in(l, pool, pol, "true", true, &code, &launched));
+	ASSERT_FALSE(launched);
+	wait_ready(l, pool);
+	out = run_in(l, pool, pol, "tty; stty size; test -t 0 && test -t 2 && echo all-tty", true,
+		     &code, &launched);
+	ASSERT_TRUE(launched);
+	ASSERT_EQ(code, 0);
+	/* From the sandbox's own devpts: its first terminal. */
+	ASSERT_CONTAINS(out, "/dev/pts/0");
+	ASSERT_CONTAINS(out, "30 100");
+	ASSERT_CONTAINS(out, "all-tty");
+	ward__proc_pool_free(pool);
+	ward__loop_free(l);
+	ward_policy_free(pol);
+}
+
+TEST(prepared_sandbox_is_not_used_once_a_protected_entry_was_replaced)
+{
+	_cleanup_free_ char *dir = NULL, *cfg = NULL, *tmp = NULL, *out = NULL, *host = NULL;
+	struct ward_policy *pol;
+	struct ward__proc_pool *pool;
+	struct ward__loop *l;
+	char *gitdir;
+	int code;
+	bool launched;
+	const char *attack = "echo '[core] hooksPath = /tmp' >> .git/config && echo WROTE";
+
+	ASSERT_OK(asprintf(&dir, "%s/prepared-git", scratch));
+	ASSERT_OK(mkdir(dir, 0755));
+	ASSERT_OK(asprintf(&gitdir, "%s/.git", dir));
+	ASSERT_OK(mkdir(gitdir, 0755));
+	ASSERT_OK(asprintf(&cfg, "%s/config", gitdir));
+	ASSERT_OK(asprintf(&tmp, "%s/config.lock", gitdir));
+	free(gitdir);
+	ASSERT_OK(put_file(cfg, "[core]\n"));
+	ASSERT_OK(ward_policy_new(&pol));
+	ASSERT_OK(ward_policy_set_cwd(pol, dir));
+	ASSERT_OK(ward_policy_resolve(pol, NULL));
+	ASSERT_OK(ward__loop_new(&l));
+	ASSERT_OK(ward__proc_pool_new(l, &pool));
+	free(run_in(l, pool, pol, "true", false, &code, &launched));
+	wait_ready(l, pool);
+
+	/*
+	 * git replaces its config by a rename (git config on the host): the
+	 * prepared sandbox's read-only mount covers the old file, whose mount
+	 * the rename detached. It must not be used: the start builds a sandbox
+	 * of its own, where the new file is read-only.
+	 */
+	ASSERT_OK(put_file(tmp, "[core]\n\tbare = false\n"));
+	ASSERT_OK(rename(tmp, cfg));
+	ward_policy_free(pol);
+	ASSERT_OK(ward_policy_new(&pol));
+	ASSERT_OK(ward_policy_set_cwd(pol, dir));
+	ASSERT_OK(ward_policy_resolve(pol, NULL));
+	out = run_in(l, pool, pol, attack, false, &code, &launched);
+	ASSERT_FALSE(launched);
+	ASSERT_NE(code, 0);
+	ASSERT_FALSE(strstr(out, "WROTE") != NULL);
+	/* The next one is prepared on the new file, and holds it read-only as well. */
+	wait_ready(l, pool);
+	free(out);
+	out = run_in(l, pool, pol, attack, false, &code, &launched);
+	ASSERT_TRUE(launched);
+	ASSERT_NE(code, 0);
+	ASSERT_FALSE(strstr(out, "WROTE") != NULL);
+	ASSERT_OK(ward__read_file(cfg, 4096, &host, NULL));
+	ASSERT_STREQ(host, "[core]\n\tbare = false\n");
+	ward__proc_pool_free(pool);
+	ward__loop_free(l);
+	ward_policy_free(pol);
+}
+
+TEST(prepared_sandbox_is_not_used_once_the_host_mounts_changed)
+{
+	_cleanup_free_ char *dir = NULL, *mnt = NULL, *out = NULL;
+	struct ward_policy *pol;
+	struct ward__proc_pool *pool;
+	struct ward__loop *l;
+	uid_t uid = getuid();
+	gid_t gid = getgid();
+	char map[64];
+	int code;
+	bool launched;
+
+	/* A mount table of this test's own (and, unprivileged, a user namespace to mount in). */
+	if (uid != 0) {
+		if (unshare(CLONE_NEWUSER | CLONE_NEWNS) < 0)
+			SKIP("cannot create a user namespace: %s", strerror(errno));
+		ASSERT_OK(ward__write_file("/proc/self/setgroups", "deny"));
+		snprintf(map, sizeof(map), "%u %u 1\n", (unsigned)uid, (unsigned)uid);
+		ASSERT_OK(ward__write_file("/proc/self/uid_map", map));
+		snprintf(map, sizeof(map), "%u %u 1\n", (unsigned)gid, (unsigned)gid);
+		ASSERT_OK(ward__write_file("/proc/self/gid_map", map));
+	} else {
+		ASSERT_OK(unshare(CLONE_NEWNS));
+	}
+	ASSERT_OK(mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL));
+	pol = dir_policy("prepared-mounts", &dir);
+	ASSERT_OK(asprintf(&mnt, "%s/mnt", dir));
+	ASSERT_OK(mkdir(mnt, 0755));
+	ASSERT_OK(ward__loop_new(&l));
+	ASSERT_OK(ward__proc_pool_new(l, &pool));
+	free(run_in(l, pool, pol, "true", false, &code, &launched));
+	wait_ready(l, pool);
+	/* A mount after the sandbox was built: its view would not have it. */
+	ASSERT_OK(mount("tmpfs", mnt, "tmpfs", 0, "size=64k"));
+	out = run_in(l, pool, pol, "ls mnt", false, &code, &launched);
+	ASSERT_FALSE(launched);
+	ASSERT_EQ(code, 0);
+	wait_ready(l, pool);
+	free(out);
+	{
+		_cleanup_free_ char *marker = NULL;
+
+		ASSERT_OK(asprintf(&marker, "%s/inside", mnt));
+		ASSERT_OK(put_file(marker, "x"));
+	}
+	out = run_in(l, pool, pol, "ls mnt", false, &code, &launched);
+	ASSERT_TRUE(launched);
+	ASSERT_CONTAINS(out, "inside");
+	ward__proc_pool_free(pool);
+	ward__loop_free(l);
+	ward_policy_free(pol);
+}
+
+/* Children of this process that are not the given pid (the prepared sandboxes' inits). */
+static size_t other_children(pid_t except)
+{
+	char path[64], buf[4096];
+	size_t n = 0;
+	ssize_t k;
+	_cleanup_close_ int fd = -1;
+
+	snprintf(path, sizeof(path), "/proc/self/task/%d/children", (int)getpid());
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	ASSERT_TRUE(fd >= 0);
+	k = read(fd, buf, sizeof(buf) - 1);
+	buf[k > 0 ? k : 0] = '\0';
+	for (char *p = buf; *p;) {
+		long v = strtol(p, &p, 10);
+
+		if (v > 0 && v != except)
+			n++;
+		while (*p == ' ')
+			p++;
+	}
+	return n;
+}
+
+TEST_TIMEOUT(prepared_sandbox_goes_when_unused_or_dead, 60)
+{
+	_cleanup_free_ char *dir = NULL, *out = NULL;
+	struct ward_policy *pol = dir_policy("prepared-idle", &dir);
+	struct ward__proc_pool *pool;
+	struct ward__loop *l;
+	uint64_t deadline;
+	int code;
+	bool launched;
+
+	ASSERT_OK(ward__loop_new(&l));
+	ASSERT_OK(ward__proc_pool_new(l, &pool));
+	free(run_in(l, pool, pol, "true", false, &code, &launched));
+	wait_ready(l, pool);
+	for (int i = 0; i < 100 && other_children(0) != 1; i++)
+		ward__loop_iterate(l, 20);
+	ASSERT_EQ(other_children(0), 1);
+	/* Unused for WARD_POOL_IDLE_MS: thrown away, nothing of it left. */
+	deadline = ward__now_ms() + WARD_POOL_IDLE_MS + 3000;
+	while (ward__now_ms() < deadline && (ward__proc_pool_ready(pool) || other_children(0)))
+		ward__loop_iterate(l, 50);
+	ASSERT_EQ(ward__proc_pool_ready(pool), 0);
+	ASSERT_EQ(other_children(0), 0);
+
+	/* A prepared sandbox killed under ward: the start builds one of its own. */
+	free(run_in(l, pool, pol, "true", false, &code, &launched));
+	wait_ready(l, pool);
+	{
+		char path[64], buf[4096];
+		_cleanup_close_ int fd = -1;
+		ssize_t k;
+
+		snprintf(path, sizeof(path), "/proc/self/task/%d/children", (int)getpid());
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+		k = read(fd, buf, sizeof(buf) - 1);
+		ASSERT_TRUE(k > 0);
+		buf[k] = '\0';
+		/* Every child: the prepared sandbox's init, and inits of earlier runs being reaped. */
+		for (char *q = buf; *q;) {
+			long v = strtol(q, &q, 10);
+
+			if (v > 0)
+				kill((pid_t)v, SIGKILL);
+			while (*q == ' ')
+				q++;
+		}
+	}
+	for (int i = 0; i < 250 && ward__proc_pool_ready(pool); i++)
+		ward__loop_iterate(l, 20);
+	ASSERT_EQ(ward__proc_pool_ready(pool), 0);
+	out = run_in(l, pool, pol, "echo fine", false, &code, &launched);
+	ASSERT_FALSE(launched);
+	ASSERT_EQ(code, 0);
+	ASSERT_STREQ(out, "fine\n");
+	/* Freeing the pool kills what it prepared; the loop reaps it. */
+	wait_ready(l, pool);
+	ward__proc_pool_free(pool);
+	for (int i = 0; i < 200 && (other_children(0) || ward__loop_reaping(l)); i++)
+		ward__loop_iterate(l, 20);
+	ASSERT_EQ(other_children(0), 0);
 	ward__loop_free(l);
 	ward_policy_free(pol);
 }
@@ -913,11 +1532,18 @@ TEST(until_ends_a_call_when_the_text_appears)
 {
 	struct ward__loop *l;
 	struct ward__sessions *s;
-	struct ward__exec_args a = {.cmd = "echo one; sleep 0.3; printf 'read'; sleep 0.2; printf 'y> '; sleep 100",
-				    .yield_ms = 30000, .max_output_tokens = -1, .login = -1,
-				    .until = "ready> ", .until_len = 7};
-	struct ward__write_args wa = {.chars = "ping\n", .len = 5, .yield_ms = 30000,
-				      .max_output_tokens = -1, .until_any_output = true};
+	struct ward__exec_args a = {
+		.cmd = "echo one; sleep 0.3; printf 'read'; sleep 0.2; printf 'y> '; sleep 100",
+		.yield_ms = 30000,
+		.max_output_tokens = -1,
+		.login = -1,
+		.until = "ready> ",
+		.until_len = 7};
+	struct ward__write_args wa = {.chars = "ping\n",
+				      .len = 5,
+				      .yield_ms = 30000,
+				      .max_output_tokens = -1,
+				      .until_any_output = true};
 	struct waiter w = {0}, w2 = {0};
 
 	ASSERT_OK(ward__loop_new(&l));
@@ -934,9 +1560,13 @@ TEST(until_ends_a_call_when_the_text_appears)
 	/* until_any_output: an echoing terminal answers, the call returns with it. */
 	s = new_store(l, 0);
 	w = (struct waiter){0};
-	a = (struct ward__exec_args){.cmd = "stty -echo; echo go; exec cat", .tty = true,
-				     .yield_ms = 10000, .max_output_tokens = -1, .login = -1,
-				     .until = "go", .until_len = 2};
+	a = (struct ward__exec_args){.cmd = "stty -echo; echo go; exec cat",
+				     .tty = true,
+				     .yield_ms = 10000,
+				     .max_output_tokens = -1,
+				     .login = -1,
+				     .until = "go",
+				     .until_len = 2};
 	ASSERT_OK(ward__sessions_exec(s, &a, on_done, &w, NULL, NULL));
 	wait_for(l, &w, 20000);
 	wa.session_id = w.r->session_id;

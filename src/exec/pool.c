@@ -1,0 +1,506 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Prepared sandboxes (see struct ward__proc_pool in proc.h).
+ *
+ * A pool has a few slots, one per (policy fingerprint, tty, observe_fs) its
+ * owner started a process with. A slot holds at most one sandbox, being
+ * prepared or ready. A start whose fingerprint (taken at the start, from the
+ * policy resolved for it) is a ready slot's takes that sandbox, and the slot
+ * prepares the next one right away; any other start is cold, and gives its
+ * policy a slot, so that the next start with it is warm.
+ *
+ * What makes a prepared sandbox as good as a cold one:
+ *   - it is the same sandbox (spawn.c builds it with the same code, only
+ *     earlier), and it is used once: taken out of the pool by the start that
+ *     runs in it, never put back;
+ *   - it is used only when the policy resolved at the start has the
+ *     fingerprint it was built for: the same roots, protected paths, git
+ *     directories, deny-read paths, sockets, network and mode, and the same
+ *     entries at those paths (device and inode: a .git/config that git
+ *     replaced by a rename since is a different entry, and the read-only
+ *     mount of the old one would not cover it). The fingerprint is taken
+ *     before the clone and again once the sandbox reported it was built; a
+ *     change in between throws it away;
+ *   - a mount or unmount on the host since it was built (its mount view is a
+ *     copy of the host's at that moment) throws it away: /proc/self/mountinfo
+ *     polls POLLPRI on every change of the mount table;
+ *   - it lives a few seconds at most unused (WARD_POOL_IDLE_MS), then goes;
+ *   - a pool belongs to one owner (a session of ward serve attached to one
+ *     connection, the session store of one ward mcp): never shared.
+ * Where the host refused namespaces nothing is prepared (the fallback keeps
+ * the protected paths right before the command runs), nor for
+ * danger-full-access, nor when the command keeps descriptors of its own.
+ */
+#include <fcntl.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "basic/buf.h"
+#include "basic/cleanup.h"
+#include "basic/error.h"
+#include "basic/util.h"
+#include "exec/proc.h"
+#include "policy/policy.h"
+
+/* Slots (policies) a pool keeps a sandbox ready for; the least recently used goes first. */
+#define POOL_SLOTS 4
+/*
+ * When the next sandbox is built: as soon as the process that took the
+ * previous one has exited (ward__proc_pool_kick), or after this long if it
+ * runs on. Building it while that process starts would take CPU from the
+ * very start it was built to speed up.
+ */
+#define POOL_PREPARE_DELAY_MS 50
+/* Consecutive preparations that failed before the pool stops preparing. */
+#define POOL_MAX_FAILURES 3
+
+struct slot {
+	struct ward__proc_pool *pool;
+	struct slot *prev, *next;
+	uint8_t *key; /* fingerprint + flags */
+	size_t key_len;
+	struct ward_policy *template; /* unresolved: resolved again for each preparation */
+	bool tty, observe_fs;
+	uint64_t last_used;
+
+	bool have_sb; /* a sandbox is being prepared, or ready */
+	bool ready;
+	struct ward__sandbox sb;
+	struct ward_policy *building; /* the resolution sb was built from, until it is ready */
+	uint64_t mounts_gen; /* the host's mount table when sb was cloned */
+	uint64_t report_io, pid_io;
+	uint64_t idle_timer, prepare_timer;
+};
+
+struct ward__proc_pool {
+	unsigned refs; /* the owner's, and one per proc started with the pool */
+	struct ward__loop *loop;
+	struct slot *slots;
+	size_t n_slots;
+	struct mount_table *mounts;
+	unsigned failures;
+	bool disabled;
+};
+
+/*
+ * The host's mount table, one per loop: /proc/self/mountinfo polls POLLPRI
+ * whenever a mount or unmount changed the table since the last poll, and
+ * gen counts those changes.
+ */
+struct mount_table {
+	int fd;
+	uint64_t gen;
+};
+
+static void mount_table_free(struct ward__loop *l, void *ext)
+{
+	struct mount_table *mt = ext;
+
+	close(mt->fd);
+	free(mt);
+}
+
+static struct mount_table *loop_mount_table(struct ward__loop *l)
+{
+	struct mount_table *mt = ward__loop_get_ext(l, WARD__LOOP_EXT_MOUNT_TABLE);
+
+	if (mt)
+		return mt;
+	mt = calloc(1, sizeof(*mt));
+	if (!mt)
+		return NULL;
+	mt->fd = open("/proc/self/mountinfo", O_RDONLY | O_CLOEXEC);
+	if (mt->fd < 0) {
+		free(mt);
+		return NULL;
+	}
+	ward__loop_set_ext(l, WARD__LOOP_EXT_MOUNT_TABLE, mt, mount_table_free);
+	return mt;
+}
+
+/* ------------------------------------------------------------ keys */
+
+static int make_key(const struct ward_policy *p, bool tty, bool observe_fs, uint8_t **ret,
+		    size_t *ret_len)
+{
+	struct ward__buf b;
+	uint8_t flags = (uint8_t)(tty | observe_fs << 1);
+	int r;
+
+	ward__buf_init(&b, (size_t)64 << 20);
+	r = ward__buf_append_byte(&b, flags);
+	if (r >= 0)
+		r = ward__policy_fingerprint(p, &b);
+	if (r >= 0) {
+		*ret = ward__buf_steal(&b, ret_len);
+		r = *ret ? 0 : -ENOMEM;
+	}
+	ward__buf_release(&b);
+	return r;
+}
+
+static bool same_key(const struct slot *s, const uint8_t *key, size_t len)
+{
+	return s->key_len == len && memcmp(s->key, key, len) == 0;
+}
+
+static bool same_strv(const struct ward__strv *a, const struct ward__strv *b)
+{
+	if (a->n != b->n)
+		return false;
+	for (size_t i = 0; i < a->n; i++)
+		if (strcmp(a->v[i], b->v[i]) != 0)
+			return false;
+	return true;
+}
+
+/* The same policy as given (before resolution): what a slot is for. */
+static bool same_inputs(const struct ward_policy *a, const struct ward_policy *b)
+{
+	return a->mode == b->mode && a->network == b->network &&
+		a->exclude_slash_tmp == b->exclude_slash_tmp &&
+		a->exclude_tmpdir_env_var == b->exclude_tmpdir_env_var &&
+		a->require_isolation == b->require_isolation && a->cwd && b->cwd &&
+		strcmp(a->cwd, b->cwd) == 0 && same_strv(&a->writable, &b->writable) &&
+		same_strv(&a->protect, &b->protect) && same_strv(&a->deny_read, &b->deny_read) &&
+		same_strv(&a->unix_sockets, &b->unix_sockets);
+}
+
+/* The host's mount table generation: bumped whenever mountinfo says the table changed. */
+static uint64_t mounts_gen(struct ward__proc_pool *pool)
+{
+	struct mount_table *mt = pool->mounts;
+	struct pollfd pfd = {.fd = mt->fd, .events = POLLPRI};
+
+	/* The poll itself consumes the change (proc's mounts_poll records the event seen). */
+	if (poll(&pfd, 1, 0) > 0 && (pfd.revents & (POLLPRI | POLLERR)))
+		mt->gen++;
+	return mt->gen;
+}
+
+/* ------------------------------------------------------------ slots */
+
+static void slot_drop_sandbox(struct slot *s)
+{
+	struct ward__loop *l = s->pool->loop;
+
+	ward__loop_del_io(l, s->report_io);
+	s->report_io = 0;
+	ward__loop_del_io(l, s->pid_io);
+	s->pid_io = 0;
+	ward__loop_del_timer(l, s->idle_timer);
+	s->idle_timer = 0;
+	if (s->have_sb)
+		ward__proc_abandon_sandbox(l, &s->sb);
+	s->have_sb = false;
+	s->ready = false;
+	ward_policy_free(s->building);
+	s->building = NULL;
+}
+
+static void slot_free(struct slot *s)
+{
+	struct ward__proc_pool *pool = s->pool;
+
+	slot_drop_sandbox(s);
+	ward__loop_del_timer(pool->loop, s->prepare_timer);
+	if (s->prev)
+		s->prev->next = s->next;
+	else
+		pool->slots = s->next;
+	if (s->next)
+		s->next->prev = s->prev;
+	pool->n_slots--;
+	ward_policy_free(s->template);
+	free(s->key);
+	free(s);
+}
+
+static void prepare_failed(struct slot *s)
+{
+	slot_drop_sandbox(s);
+	if (++s->pool->failures >= POOL_MAX_FAILURES)
+		s->pool->disabled = true;
+}
+
+static void on_idle(struct ward__loop *l, void *userdata)
+{
+	struct slot *s = userdata;
+
+	/* Unused for a while: the sandbox and the slot go (the next start is cold). */
+	s->idle_timer = 0;
+	slot_free(s);
+}
+
+static void on_report(struct ward__loop *l, int fd, uint32_t events, void *userdata)
+{
+	struct slot *s = userdata;
+	bool eof = false;
+
+	if (ward__sandbox_read_reports(&s->sb, &eof) < 0 || eof || s->sb.have_error ||
+	    s->sb.have_status) {
+		/* It died or failed before its command: of no use. */
+		prepare_failed(s);
+		return;
+	}
+	if (!s->sb.ready || s->ready)
+		return;
+	/*
+	 * Built. The entries it mounted must be the ones the fingerprint saw
+	 * before the clone: a change in between and the view may hold something
+	 * else than what the key says.
+	 */
+	{
+		uint8_t *key = NULL;
+		size_t len = 0;
+		bool same = make_key(s->building, s->tty, s->observe_fs, &key, &len) >= 0 &&
+			same_key(s, key, len);
+
+		free(key);
+		if (!same) {
+			slot_drop_sandbox(s);
+			return;
+		}
+	}
+	ward_policy_free(s->building);
+	s->building = NULL;
+	/* Nothing more comes until its command does: the proc that takes it reads from here on. */
+	ward__loop_del_io(l, s->report_io);
+	s->report_io = 0;
+	s->ready = true;
+	s->pool->failures = 0;
+}
+
+static void on_dead(struct ward__loop *l, int fd, uint32_t events, void *userdata)
+{
+	/* Its init died unused (killed from outside, out of memory): of no use. */
+	prepare_failed(userdata);
+}
+
+static void on_prepare(struct ward__loop *l, void *userdata)
+{
+	struct slot *s = userdata;
+	struct ward__proc_pool *pool = s->pool;
+	struct ward__spawn_opts so = {.tty_fd = -1};
+	struct ward_policy *p = NULL;
+	uint8_t *key = NULL;
+	size_t len = 0;
+	int r;
+
+	s->prepare_timer = 0;
+	if (pool->disabled || s->have_sb)
+		return;
+	/* Resolved now, as a start would: its fingerprint is the slot's key from here on. */
+	r = ward_policy_copy(s->template, &p);
+	if (r >= 0)
+		r = ward_policy_resolve(p, NULL);
+	if (r >= 0)
+		r = make_key(p, s->tty, s->observe_fs, &key, &len);
+	if (r < 0) {
+		ward_policy_free(p);
+		free(key);
+		return;
+	}
+	free(s->key);
+	s->key = key;
+	s->key_len = len;
+
+	so.policy = p;
+	so.observe_fs = s->observe_fs;
+	so.quiet_fallback = true;
+	for (int i = 0; i < 3; i++)
+		so.stdio[i] = -1;
+	if (s->tty) {
+		so.pty = true;
+		so.pty_stdio[0] = so.pty_stdio[1] = so.pty_stdio[2] = true;
+		so.winsize.ws_row = 24;
+		so.winsize.ws_col = 80;
+	}
+	s->mounts_gen = mounts_gen(pool);
+	r = ward__sandbox_prepare(&so, &s->sb, NULL);
+	if (r < 0) {
+		ward_policy_free(p);
+		/* Nothing to prepare on this host (the fallback), or it failed: cold starts only. */
+		if (r == -EOPNOTSUPP)
+			pool->disabled = true;
+		else if (++pool->failures >= POOL_MAX_FAILURES)
+			pool->disabled = true;
+		return;
+	}
+	s->have_sb = true;
+	s->building = p;
+	r = ward__loop_add_io(l, s->sb.report_fd, EPOLLIN, on_report, s, &s->report_io);
+	if (r >= 0)
+		r = ward__loop_add_io(l, s->sb.pidfd, EPOLLIN, on_dead, s, &s->pid_io);
+	if (r >= 0)
+		r = ward__loop_add_timer(l, ward__now_ns() + (uint64_t)WARD_POOL_IDLE_MS * 1000000,
+					 on_idle, s, &s->idle_timer);
+	if (r < 0)
+		prepare_failed(s);
+}
+
+/* Prepares the slot's next sandbox from the loop, after delay_ms. */
+static void schedule_prepare(struct slot *s, uint64_t delay_ms)
+{
+	if (s->pool->disabled || s->have_sb || s->prepare_timer)
+		return;
+	ward__loop_add_timer(s->pool->loop, delay_ms ? ward__now_ns() + delay_ms * 1000000 : 0,
+			     on_prepare, s, &s->prepare_timer);
+}
+
+/* ------------------------------------------------------------ the pool */
+
+int ward__proc_pool_new(struct ward__loop *l, struct ward__proc_pool **ret)
+{
+	struct ward__proc_pool *pool = calloc(1, sizeof(*pool));
+
+	if (!pool)
+		return -ENOMEM;
+	pool->refs = 1;
+	pool->loop = l;
+	/* Without it, a change of the host's mounts could not be seen: prepare nothing. */
+	pool->mounts = loop_mount_table(l);
+	if (!pool->mounts)
+		pool->disabled = true;
+	*ret = pool;
+	return 0;
+}
+
+void ward__proc_pool_unref(struct ward__proc_pool *pool)
+{
+	if (!pool || --pool->refs > 0)
+		return;
+	while (pool->slots)
+		slot_free(pool->slots);
+	free(pool);
+}
+
+struct ward__proc_pool *ward__proc_pool_ref(struct ward__proc_pool *pool)
+{
+	pool->refs++;
+	return pool;
+}
+
+void ward__proc_pool_free(struct ward__proc_pool *pool)
+{
+	if (!pool)
+		return;
+	/* Procs started with it may still tell it they exited: only the memory waits for them. */
+	pool->disabled = true;
+	ward__proc_pool_flush(pool);
+	ward__proc_pool_unref(pool);
+}
+
+void ward__proc_pool_kick(struct ward__proc_pool *pool)
+{
+	if (!pool || pool->disabled)
+		return;
+	for (struct slot *s = pool->slots; s; s = s->next)
+		if (s->prepare_timer) {
+			ward__loop_del_timer(pool->loop, s->prepare_timer);
+			s->prepare_timer = 0;
+			schedule_prepare(s, 0);
+		}
+}
+
+void ward__proc_pool_flush(struct ward__proc_pool *pool)
+{
+	if (!pool)
+		return;
+	while (pool->slots)
+		slot_free(pool->slots);
+}
+
+int ward__proc_pool_take(struct ward__proc_pool *pool, const struct ward_policy *p, bool tty,
+			 bool observe_fs, struct ward__sandbox *ret)
+{
+	uint8_t *key = NULL;
+	size_t len = 0;
+	struct slot *s;
+	int r;
+
+	if (pool->disabled || p->mode == WARD_MODE_DANGER_FULL_ACCESS)
+		return 0;
+	r = make_key(p, tty, observe_fs, &key, &len);
+	if (r < 0)
+		return 0;
+	for (s = pool->slots; s; s = s->next)
+		if (same_key(s, key, len))
+			break;
+	if (!s) {
+		/*
+		 * The same policy resolved differently (a protected entry replaced,
+		 * a git directory created): its slot's sandbox is stale, the slot
+		 * takes the new resolution.
+		 */
+		for (s = pool->slots; s; s = s->next)
+			if (s->tty == tty && s->observe_fs == observe_fs &&
+			    same_inputs(s->template, p))
+				break;
+		if (s) {
+			slot_drop_sandbox(s);
+			free(s->key);
+			s->key = TAKE_PTR(key);
+			s->key_len = len;
+		}
+	}
+	if (!s) {
+		/* A policy not seen (or changed): this start is cold, the next one need not be. */
+		if (pool->n_slots >= POOL_SLOTS) {
+			struct slot *lru = pool->slots;
+
+			for (struct slot *t = pool->slots; t; t = t->next)
+				if (t->last_used < lru->last_used)
+					lru = t;
+			slot_free(lru);
+		}
+		s = calloc(1, sizeof(*s));
+		if (!s || ward_policy_copy(p, &s->template) < 0) {
+			free(s);
+			free(key);
+			return 0;
+		}
+		s->pool = pool;
+		s->key = TAKE_PTR(key);
+		s->key_len = len;
+		s->tty = tty;
+		s->observe_fs = observe_fs;
+		s->next = pool->slots;
+		if (pool->slots)
+			pool->slots->prev = s;
+		pool->slots = s;
+		pool->n_slots++;
+	}
+	free(key);
+	s->last_used = ward__now_ns();
+	r = 0;
+	if (s->ready) {
+		if (mounts_gen(pool) == s->mounts_gen) {
+			/* Taken for good: the start runs in it, nothing else ever will. */
+			*ret = s->sb;
+			ward__loop_del_timer(pool->loop, s->idle_timer);
+			s->idle_timer = 0;
+			ward__loop_del_io(pool->loop, s->pid_io);
+			s->pid_io = 0;
+			s->have_sb = false;
+			s->ready = false;
+			r = 1;
+		} else {
+			/* The host's mounts changed since it was built: its view is stale. */
+			slot_drop_sandbox(s);
+		}
+	}
+	schedule_prepare(s, r ? POOL_PREPARE_DELAY_MS : 0);
+	return r;
+}
+
+size_t ward__proc_pool_ready(const struct ward__proc_pool *pool)
+{
+	size_t n = 0;
+
+	for (const struct slot *s = pool ? pool->slots : NULL; s; s = s->next)
+		n += s->ready;
+	return n;
+}
