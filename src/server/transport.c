@@ -63,7 +63,19 @@ struct ward__listener {
 	struct ward__transport_limits lim;
 	bool is_unix;
 	struct ward__conn *conns;
+	uint64_t backoff; /* a timer that resumes accepting after EMFILE */
 };
+
+/*
+ * Connections of a listener that have not completed (or been refused) their
+ * handshake. Anyone who can reach a loopback port can open these without a
+ * token: beyond this many, the oldest is dropped for the newest, so that
+ * they can neither exhaust the server's descriptors nor lock out a client
+ * with the token by holding every slot until the handshake timeout.
+ */
+#define MAX_HANDSHAKES 64
+/* How long accepting pauses when the process is out of descriptors. */
+#define ACCEPT_BACKOFF_MS 100
 
 /* ------------------------------------------------------------ common */
 
@@ -225,6 +237,32 @@ static void on_ws_io(struct ward__loop *l, int fd, uint32_t events, void *userda
 	ws_update(c);
 }
 
+static void on_accept(struct ward__loop *l, int fd, uint32_t events, void *userdata);
+
+static void on_accept_backoff(struct ward__loop *l, void *userdata)
+{
+	struct ward__listener *ls = userdata;
+
+	ls->backoff = 0;
+	ward__loop_mod_io(l, ls->io, EPOLLIN);
+}
+
+/* Drops the oldest connection still in its handshake when there are too many. */
+static void evict_handshakes(struct ward__listener *ls)
+{
+	struct ward__conn *oldest = NULL;
+	size_t n = 0;
+
+	/* The list is newest first: the last one found is the oldest. */
+	for (struct ward__conn *c = ls->conns; c; c = c->next)
+		if (!c->opened && !c->dead) {
+			n++;
+			oldest = c;
+		}
+	if (n >= MAX_HANDSHAKES && oldest)
+		conn_finish(oldest);
+}
+
 static void on_accept(struct ward__loop *l, int fd, uint32_t events, void *userdata)
 {
 	struct ward__listener *ls = userdata;
@@ -240,8 +278,23 @@ static void on_accept(struct ward__loop *l, int fd, uint32_t events, void *userd
 		struct ward__conn *c;
 		int cfd = accept4(fd, (struct sockaddr *)&sa, &salen, SOCK_NONBLOCK | SOCK_CLOEXEC);
 
-		if (cfd < 0)
-			return; /* EAGAIN, or a transient error (EMFILE: the next event retries). */
+		if (cfd < 0) {
+			/*
+			 * Out of descriptors (or memory), the pending connection
+			 * stays queued and the level-triggered listener would wake
+			 * the loop at once, forever: pause accepting for a while.
+			 */
+			if ((errno == EMFILE || errno == ENFILE || errno == ENOBUFS ||
+			     errno == ENOMEM) &&
+			    !ls->backoff) {
+				ward__loop_mod_io(l, ls->io, 0);
+				ward__loop_add_timer(
+					l, ward__now_ns() + (uint64_t)ACCEPT_BACKOFF_MS * 1000000u,
+					on_accept_backoff, ls, &ls->backoff);
+			}
+			return; /* EAGAIN, or a transient error */
+		}
+		evict_handshakes(ls);
 		c = calloc(1, sizeof(*c));
 		if (!c) {
 			close(cfd);
@@ -492,6 +545,7 @@ void ward__listener_free(struct ward__listener *ls)
 	for (struct ward__conn *c = ls->conns; c; c = c->next)
 		c->listener = NULL;
 	ward__loop_del_io(ls->loop, ls->io);
+	ward__loop_del_timer(ls->loop, ls->backoff);
 	if (ls->fd >= 0)
 		close(ls->fd);
 	if (ls->unix_path)

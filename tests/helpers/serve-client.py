@@ -11,6 +11,9 @@ dialect. Subcommands print one line per check result and exit 0 when all held:
   flood URL TOKEN PID SECONDS       start `yes` and never read; sample the server's RSS
   drop URL TOKEN N                  N connections start a sleeper and vanish mid-message
   many URL TOKEN N                  one connection starts N sleepers, then prints "started N"
+  halfopen URL TOKEN N PID          holds N connections that never finish their request head, then
+                                    runs a session beside them: "ok", and "fds N", the most the
+                                    server held meanwhile
   exited URL TOKEN N                one connection starts N `true`s and waits for them to close:
                                     "closed N"; after a line on stdin, reads each back (kept for
                                     30 s): "readable N"
@@ -216,6 +219,26 @@ def main():
         # Hold the connection until told to stop (stdin closes).
         sys.stdin.read()
         s.close()
+    elif cmd == "halfopen":
+        token, n, spid = sys.argv[3], int(sys.argv[4]), int(sys.argv[5])
+        held = []
+        for i in range(n):
+            h = connect(url)
+            h.sendall(b"GET / HTTP/1.1\r\nHost: l")
+            held.append(h)
+        # The most descriptors the server holds while they wait (it accepts them as it can).
+        peak = 0
+        for i in range(20):
+            peak = max(peak, len(os.listdir("/proc/%d/fd" % spid)))
+            time.sleep(0.1)
+        s, r = session(url, token)
+        a = start(s, r, "p", ["true"], 2)
+        assert "result" in a, a
+        print("ok")
+        print("fds", peak)
+        s.close()
+        for h in held:
+            h.close()
     elif cmd == "exited":
         token, n = sys.argv[3], int(sys.argv[4])
         s, r = session(url, token)

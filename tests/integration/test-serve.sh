@@ -144,6 +144,21 @@ t_dropped_connections() {
 	expect_gone "$m"
 }
 
+t_handshake_flood() {
+	local fds
+	# Few descriptors: 300 clients that never finish their request must not take them all.
+	bash -c 'ulimit -n 200 && exec "$@"' - "$WARD" serve --listen ws://127.0.0.1:0 \
+		--token-file "$T/token" >"$T/.run/serve.out" 2>"$T/.run/serve.err" &
+	SPID=$!
+	BG_PIDS+=("$SPID")
+	wait_for grep -q . "$T/.run/serve.out" || fail "ward serve printed no URL: $(cat "$T/.run/serve.err")"
+	URL=$(head -n 1 "$T/.run/serve.out")
+	client halfopen "$URL" "$(cat "$T/token")" 300 "$SPID"
+	assert_eq "$(head -n 1 "$T/.run/stdout")" ok "a client with the token is served beside 300 stalled handshakes"
+	fds=$(sed -n 's/^fds //p' "$T/.run/stdout")
+	[ "${fds:-999}" -lt 150 ] || fail "ward serve holds $fds descriptors for stalled handshakes"
+}
+
 t_flood_without_reader() {
 	local peak
 	serve --listen ws://127.0.0.1:0 --no-auth
@@ -311,6 +326,7 @@ tcase "bad start-up options are refused with one line (125)" t_refusals_at_start
 tcase "unix socket listener (0600, stale socket replaced)" t_unix_socket
 tcase "connections beyond --max-connections get 503" t_max_connections
 tcase "100 connections dropped mid-request: server carries on, nothing left" t_dropped_connections
+tcase "300 stalled handshakes: bounded, a client with the token still served" t_handshake_flood
 tcase "a client that never reads cannot make the server grow" t_flood_without_reader
 tcase "the server SIGKILLed: none of its processes survive" t_killed_server_leaves_nothing
 tcase "stdio: EOF kills every process, exit 0" t_stdio_eof
