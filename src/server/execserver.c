@@ -125,6 +125,7 @@ struct xsession {
 	/* Sandboxes prepared for this session's policies, while one connection holds it. */
 	struct ward__proc_pool *pool;
 	uint64_t ttl_timer;
+	uint64_t detached_at; /* ward__now_ns() when its connection went, 0 while attached */
 	struct xproc *procs;
 	size_t n_procs;
 	struct xsession *prev, *next;
@@ -677,8 +678,25 @@ static void on_session_ttl(struct ward__loop *l, void *userdata)
 static void session_detach(struct xsession *se)
 {
 	struct ward__xserver *s = se->srv;
+	struct xsession *oldest = NULL;
+	size_t detached = 0;
 
 	se->conn = NULL;
+	se->detached_at = ward__now_ns();
+	/*
+	 * A client that connects, starts processes and goes, again and again,
+	 * would leave sessions (and their processes and output) without end for
+	 * the TTL: at most --max-connections wait to be resumed, the one
+	 * detached longest is killed for the newest.
+	 */
+	for (struct xsession *o = s->sessions; o; o = o->next)
+		if (!o->conn && o != se) {
+			detached++;
+			if (!oldest || o->detached_at < oldest->detached_at)
+				oldest = o;
+		}
+	if (oldest && detached >= s->cfg.max_connections)
+		session_free(oldest);
 	/*
 	 * What was prepared for this connection goes with it: a prepared sandbox
 	 * is never handed to another connection, even one resuming the session.
@@ -1019,7 +1037,8 @@ static void handle_start(struct xconn *x, const struct ward__rpc_msg *m)
 	if (stat(cwd, &st) < 0 || !S_ISDIR(st.st_mode)) {
 		int why_errno = stat(cwd, &st) < 0 ? errno : ENOTDIR;
 
-		reply_error(x, &m->id, WARD_RPC_INTERNAL_ERROR, "cwd %s: %s", cwd, strerror(why_errno));
+		reply_error(x, &m->id, WARD_RPC_INTERNAL_ERROR, "cwd %s: %s", cwd,
+			    strerror(why_errno));
 		return;
 	}
 	if (managed ||
@@ -1381,6 +1400,7 @@ static void handle_initialize(struct xconn *x, const struct ward__rpc_msg *m)
 		}
 		ward__loop_del_timer(s->loop, se->ttl_timer);
 		se->ttl_timer = 0;
+		se->detached_at = 0;
 	} else {
 		se = calloc(1, sizeof(*se));
 		if (!se) {

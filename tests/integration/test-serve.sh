@@ -159,6 +159,19 @@ t_handshake_flood() {
 	[ "${fds:-999}" -lt 150 ] || fail "ward serve holds $fds descriptors for stalled handshakes"
 }
 
+t_detached_sessions_capped() {
+	local m
+	m=$(marker detached)
+	serve --listen ws://127.0.0.1:0 --no-auth --max-connections 2
+	# Five sessions, each with a sleeper, each left for resumption.
+	MARK=$m client drop "$URL" "" 5
+	assert_eq "$(out)" "dropped 5" "5 sessions detached"
+	wait_for test "$(pgrep -cf -- "$m")" = 2 ||
+		fail "$(pgrep -cf -- "$m") detached sessions' sleepers run, not 2 (--max-connections)"
+	client run "$URL" ""
+	assert_eq "$(out)" ok "the server carries on"
+}
+
 t_flood_without_reader() {
 	local peak
 	serve --listen ws://127.0.0.1:0 --no-auth
@@ -327,6 +340,7 @@ tcase "unix socket listener (0600, stale socket replaced)" t_unix_socket
 tcase "connections beyond --max-connections get 503" t_max_connections
 tcase "100 connections dropped mid-request: server carries on, nothing left" t_dropped_connections
 tcase "300 stalled handshakes: bounded, a client with the token still served" t_handshake_flood
+tcase "detached sessions beyond --max-connections: the oldest killed" t_detached_sessions_capped
 tcase "a client that never reads cannot make the server grow" t_flood_without_reader
 tcase "the server SIGKILLed: none of its processes survive" t_killed_server_leaves_nothing
 tcase "stdio: EOF kills every process, exit 0" t_stdio_eof
