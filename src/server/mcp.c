@@ -919,6 +919,7 @@ static int approval_run(struct mcp *m, struct pending *p, struct ward_error *e)
 		.unsandboxed = !ap->act.sandboxed,
 		.policy = ap->act.policy != m->cfg->policy ? ap->act.policy : NULL,
 	};
+	int r;
 
 	if (!ap->act.sandboxed && ap->reply) {
 		ap->retried = true;
@@ -927,7 +928,19 @@ static int approval_run(struct mcp *m, struct pending *p, struct ward_error *e)
 	} else if (!ap->act.sandboxed) {
 		add_note(ap, "ran outside the sandbox (approved)");
 	}
-	return ward__sessions_exec(m->sessions, &a, on_approved_done, p, &p->call, e);
+	r = ward__sessions_exec(m->sessions, &a, on_approved_done, p, &p->call, e);
+	/*
+	 * A run that starts after a question has no session call when the
+	 * tools/call arrives: its progress is attached here, or the client
+	 * that asked for progress gets none.
+	 */
+	if (r >= 0 && p->progress_token)
+		ward__sessions_set_progress(m->sessions, p->call,
+					    (uint64_t)(m->cfg->progress_interval_ms > 0
+							       ? m->cfg->progress_interval_ms
+							       : 1000),
+					    on_progress, p);
+	return r;
 }
 
 /* Performs the step's actions until one has to wait; the result when the call is over. */

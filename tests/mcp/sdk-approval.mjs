@@ -24,7 +24,7 @@ const audit = `${dir}/state/ward/audit.jsonl`;
 
 let n = 0;
 let failed = 0;
-const plan = 22;
+const plan = 23;
 console.log(`1..${plan}`);
 
 function ok(cond, name, diag) {
@@ -206,6 +206,15 @@ try {
     ok(r.isError && seen && seen.message.includes(`  ${outside}\n`) && seen.message.includes(`  ${dir}/config\n`) &&
        /network/.test(seen.message) && !existsSync(`${outside}/widened`),
        "a widening question lists every path and the network it adds", { seen, r });
+    // A run that starts after the person's answer still reports progress to a client that asked.
+    reply = "approved";
+    const progress = [];
+    r = await client.callTool(
+      { name: "exec_command", arguments: { cmd: "sleep 2.5; echo done", yield_time_ms: 5000,
+                                           sandbox_permissions: "require_escalated" } },
+      undefined, { onprogress: (p) => progress.push(p), timeout: 60000 });
+    ok(!r.isError && r.structuredContent.output === "done\n" && progress.length >= 1,
+       "progress: notifications for a command that ran after a question", { progress, r });
     await client.close();
   }
 
