@@ -734,6 +734,17 @@ static int decide(struct ward__approval_step *s, struct ward__approval_action *a
 				 s->a->home, &c, &s->eval);
 	if (r < 0)
 		return ward__error(err, r, "approval", "cannot evaluate the command: %m");
+	/*
+	 * An allow that does not take the command out of the sandbox (a
+	 * project's rule, which whoever wrote the repository controls) cannot
+	 * grant an escalation either: a call asking to leave the sandbox, or to
+	 * widen it, asks the person, as an unmatched command would. Without
+	 * this, require_escalated turned a project's allow into a run outside
+	 * the sandbox that nobody approved.
+	 */
+	if (s->escalate && c.fs_restricted && s->eval.decision == WARD__DECISION_ALLOW &&
+	    !s->eval.bypass_sandbox)
+		s->eval.decision = WARD__DECISION_PROMPT;
 	r = ward__approval_key((const char *const *)s->argv, s->argc, s->cwd, &s->req, &s->key,
 			       &s->key_len);
 	if (r < 0 && r != -E2BIG)

@@ -701,6 +701,7 @@ static json_t *elicit_params(struct mcp *m, struct approval *ap,
 	_cleanup_free_ char *prefix = NULL;
 	bool titled = strcmp(m->version, "2025-11-25") >= 0;
 	json_t *values = json_array(), *names = json_array(), *field, *res;
+	bool incomplete = false;
 	struct ward__buf b;
 
 	if (q->proposed_prefix_rule) {
@@ -713,7 +714,8 @@ static json_t *elicit_params(struct mcp *m, struct approval *ap,
 		prefix = printable(pb.data ? (char *)pb.data : "", 1024);
 		ward__buf_release(&pb);
 	}
-	ward__buf_init(&b, 256 * 1024);
+	/* Room for 64 writable paths of PATH_MAX bytes, each escaped up to 6 times its size. */
+	ward__buf_init(&b, 4 << 20);
 	ward__buf_printf(&b, "%s\n\n$ %s\n(in %s)\n\nWhy ward asks: %s\n",
 			 q->retry ? "The sandbox refused this command. Run it again OUTSIDE the "
 				    "sandbox?"
@@ -721,6 +723,32 @@ static json_t *elicit_params(struct mcp *m, struct approval *ap,
 					    "(with your full access to files and the network)?"
 					  : "Allow this command to run (in the sandbox)?",
 			 cmd ? cmd : "?", cwd ? cwd : "?", reason ? reason : "?");
+	/*
+	 * The program that runs is the call's shell: when the agent chose one,
+	 * the person must see it, or "$ ls" could run a planted
+	 * /workspace/bash outside the sandbox.
+	 */
+	if (ap->shell && ap->shell[0] &&
+	    strcmp(ap->shell, ward__sessions_shell(m->sessions)) != 0) {
+		_cleanup_free_ char *sh = printable(ap->shell, PATH_MAX);
+
+		incomplete |= !sh ||
+			ward__buf_printf(&b, "Run by the agent's choice of program: %s\n", sh) < 0;
+	}
+	/*
+	 * What a widened sandbox adds, path by path and uncut: the person
+	 * approves these, not "more paths". A question that cannot show them
+	 * all is not asked.
+	 */
+	for (size_t i = 0; ap->req && i < ap->req->n_writable; i++) {
+		_cleanup_free_ char *w = printable(ap->req->writable[i], PATH_MAX);
+
+		incomplete |= !w ||
+			ward__buf_printf(&b, "%s  %s\n", i == 0 ? "Writable as well:\n" : "", w) <
+				0;
+	}
+	if (ap->req && ap->req->network)
+		incomplete |= ward__buf_printf(&b, "With network access.\n") < 0;
 	if (just)
 		ward__buf_printf(&b, "The agent says: %s\n", just);
 	for (size_t i = 0; i < q->n_denials && i < 10; i++) {
@@ -767,6 +795,10 @@ static json_t *elicit_params(struct mcp *m, struct approval *ap,
 			b.data ? (char *)b.data : "", "requestedSchema", "type", "object",
 			"properties", "decision", field, "required", "decision");
 	ward__buf_release(&b);
+	if (incomplete) {
+		json_decref(res);
+		return NULL;
+	}
 	/* 2025-11-25 names the form mode (it added URL elicitation); earlier revisions have none. */
 	if (res && titled)
 		json_object_set_new(res, "mode", json_string("form"));
@@ -887,6 +919,7 @@ static int approval_run(struct mcp *m, struct pending *p, struct ward_error *e)
 		.unsandboxed = !ap->act.sandboxed,
 		.policy = ap->act.policy != m->cfg->policy ? ap->act.policy : NULL,
 	};
+	int r;
 
 	if (!ap->act.sandboxed && ap->reply) {
 		ap->retried = true;
@@ -895,7 +928,19 @@ static int approval_run(struct mcp *m, struct pending *p, struct ward_error *e)
 	} else if (!ap->act.sandboxed) {
 		add_note(ap, "ran outside the sandbox (approved)");
 	}
-	return ward__sessions_exec(m->sessions, &a, on_approved_done, p, &p->call, e);
+	r = ward__sessions_exec(m->sessions, &a, on_approved_done, p, &p->call, e);
+	/*
+	 * A run that starts after a question has no session call when the
+	 * tools/call arrives: its progress is attached here, or the client
+	 * that asked for progress gets none.
+	 */
+	if (r >= 0 && p->progress_token)
+		ward__sessions_set_progress(m->sessions, p->call,
+					    (uint64_t)(m->cfg->progress_interval_ms > 0
+							       ? m->cfg->progress_interval_ms
+							       : 1000),
+					    on_progress, p);
+	return r;
 }
 
 /* Performs the step's actions until one has to wait; the result when the call is over. */

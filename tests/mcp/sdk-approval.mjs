@@ -24,7 +24,7 @@ const audit = `${dir}/state/ward/audit.jsonl`;
 
 let n = 0;
 let failed = 0;
-const plan = 20;
+const plan = 23;
 console.log(`1..${plan}`);
 
 function ok(cond, name, diag) {
@@ -171,9 +171,10 @@ try {
   // ---------------------------------------------------------------- on-request: the model asks to leave
   {
     let seen = null;
+    let reply = "approved";
     const { client, call } = await connect(["-a", "on-request"], (q) => {
       seen = q;
-      return decision("approved");
+      return reply === "decline" ? { action: "decline" } : decision(reply);
     });
     const tools = await client.listTools();
     const props = tools.tools.find((t) => t.name === "exec_command").inputSchema.properties;
@@ -193,6 +194,27 @@ try {
        "a justification without an escalation is refused, as Codex", r);
     r = await call({ cmd: "bash -c true", sandbox_permissions: "require_escalated", prefix_rule: ["bash"] });
     ok(r.isError && /prefix_rule/.test(text(r)), "a banned prefix_rule is refused with the reason", r);
+    // The question shows what the model chose: its own shell program, every widened path.
+    reply = "decline";
+    seen = null;
+    r = await call({ cmd: "ls", shell: `${ws}/planted/bash`, sandbox_permissions: "require_escalated" });
+    ok(r.isError && seen && seen.message.includes(`program: ${ws}/planted/bash\n`),
+       "the question names a shell the model chose (the program that runs)", { seen, r });
+    seen = null;
+    r = await call({ cmd: `touch ${outside}/widened`, sandbox_permissions: "with_additional_permissions",
+                     additional_permissions: { file_system: { write: [outside, `${dir}/config`] }, network: { enabled: true } } });
+    ok(r.isError && seen && seen.message.includes(`  ${outside}\n`) && seen.message.includes(`  ${dir}/config\n`) &&
+       /network/.test(seen.message) && !existsSync(`${outside}/widened`),
+       "a widening question lists every path and the network it adds", { seen, r });
+    // A run that starts after the person's answer still reports progress to a client that asked.
+    reply = "approved";
+    const progress = [];
+    r = await client.callTool(
+      { name: "exec_command", arguments: { cmd: "sleep 2.5; echo done", yield_time_ms: 5000,
+                                           sandbox_permissions: "require_escalated" } },
+      undefined, { onprogress: (p) => progress.push(p), timeout: 60000 });
+    ok(!r.isError && r.structuredContent.output === "done\n" && progress.length >= 1,
+       "progress: notifications for a command that ran after a question", { progress, r });
     await client.close();
   }
 

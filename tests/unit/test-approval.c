@@ -378,6 +378,54 @@ TEST(on_request_require_escalated)
 	teardown(&f);
 }
 
+/*
+ * A project's allow rule (whoever wrote the repository wrote it) never takes
+ * a command out of the sandbox: a call asking to escalate, or to widen the
+ * sandbox, is asked about as if no rule matched.
+ */
+TEST(project_allow_does_not_grant_escalation)
+{
+	struct fixture f;
+	struct ward_approval_request *req;
+	struct ward_error err = {0};
+	struct drive d = {ANSWERS(WARD_REVIEW_DENIED)};
+	const char *text = "prefix_rule(pattern=[\"touch\"], decision=\"allow\")\n";
+	char path[PATH_MAX + 16];
+
+	setup(&f, WARD_APPROVAL_ON_REQUEST, NULL);
+	ASSERT_OK(
+		ward__rules_parse(&f.a->rules, "proj.rules", text, strlen(text), true, NULL, &err));
+	ASSERT_OK(ward_approval_request_new(&req));
+	ASSERT_OK(ward_approval_request_set_sandbox_permissions(
+		req, WARD_SANDBOX_PERMISSIONS_REQUIRE_ESCALATED));
+	d.req = req;
+	ASSERT_EQ(drive(&f, f.policy, ARGV("touch", "/etc/x"), &d), WARD_APPROVAL_DENIED);
+	ASSERT_EQ(d.asked.n, 1);
+	ASSERT_TRUE(d.asked.unsandboxed[0]);
+	ASSERT_EQ(d.runs, 0);
+	/* Widening the sandbox is asked about too. */
+	snprintf(path, sizeof(path), "%s", f.out);
+	ASSERT_OK(ward_approval_request_set_sandbox_permissions(
+		req, WARD_SANDBOX_PERMISSIONS_WITH_ADDITIONAL_PERMISSIONS));
+	ASSERT_OK(ward_approval_request_add_writable(req, path));
+	memset(&d, 0, sizeof(d));
+	d.req = req;
+	d.answers = (const enum ward_review_decision[]){WARD_REVIEW_DENIED};
+	d.n_answers = 1;
+	ASSERT_EQ(drive(&f, f.policy, ARGV("touch", path), &d), WARD_APPROVAL_DENIED);
+	ASSERT_EQ(d.asked.n, 1);
+	ASSERT_EQ(d.runs, 0);
+	/* Without an escalation the project's allow still skips the question, in the sandbox. */
+	memset(&d, 0, sizeof(d));
+	d.outcomes = (const struct ward__approval_outcome[]){outcome(0, false)};
+	d.n_outcomes = 1;
+	ASSERT_EQ(drive(&f, f.policy, ARGV("touch", "x"), &d), WARD_APPROVAL_RAN_SANDBOXED);
+	ASSERT_EQ(d.asked.n, 0);
+	ASSERT_TRUE(d.run_sandboxed[0]);
+	ward_approval_request_free(req);
+	teardown(&f);
+}
+
 /* Codex's checks of the per-call fields. */
 TEST(request_fields_checked)
 {
