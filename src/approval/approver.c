@@ -218,7 +218,25 @@ static int protect_existing(struct ward_policy *p, const char *path)
 	return ward_policy_add_protect(p, path);
 }
 
-static int protect_parent(struct ward_policy *p, const char *file)
+/*
+ * Protects a directory of ward's own, made first (0700) when missing: a
+ * command must not plant the first file in it either, since what is there
+ * at the next start is trusted as the person's. Where it cannot be made
+ * (a read-only home) the sandbox cannot make it either.
+ */
+static int protect_own_dir(struct ward_policy *p, const char *dir)
+{
+	int r;
+
+	if (!dir)
+		return 0;
+	r = ward__mkdir_parents(dir, 0700);
+	if (r < 0 && r != -EROFS && r != -EACCES && r != -EPERM)
+		return r;
+	return protect_existing(p, dir);
+}
+
+static int protect_parent(struct ward_policy *p, const char *file, bool own)
 {
 	_cleanup_free_ char *dir = NULL;
 	const char *slash = file ? strrchr(file, '/') : NULL;
@@ -226,7 +244,9 @@ static int protect_parent(struct ward_policy *p, const char *file)
 	if (!slash || slash == file)
 		return 0;
 	dir = strndup(file, (size_t)(slash - file));
-	return dir ? protect_existing(p, dir) : -ENOMEM;
+	if (!dir)
+		return -ENOMEM;
+	return own ? protect_own_dir(p, dir) : protect_existing(p, dir);
 }
 
 WARD_PUBLIC int ward_approver_protect(const struct ward_approver *a, struct ward_policy *policy)
@@ -242,13 +262,13 @@ WARD_PUBLIC int ward_approver_protect(const struct ward_approver *a, struct ward
 	 */
 	if (policy->mode != WARD_MODE_WORKSPACE_WRITE)
 		return 0;
-	r = protect_existing(policy, a->rules_dir);
+	r = protect_own_dir(policy, a->rules_dir);
 	if (r >= 0)
 		r = protect_existing(policy, a->codex_dir);
 	if (r >= 0)
-		r = protect_parent(policy, a->amend_path);
+		r = protect_parent(policy, a->amend_path, false);
 	if (r >= 0)
-		r = protect_parent(policy, a->audit_path);
+		r = protect_parent(policy, a->audit_path, true);
 	return r;
 }
 

@@ -114,27 +114,6 @@ int ward__audit_format(const struct ward__audit_record *rec, char **ret_line)
 	return -E2BIG;
 }
 
-static int mkdir_parents(const char *dir, mode_t mode)
-{
-	_cleanup_free_ char *p = strdup(dir);
-
-	if (!p)
-		return -ENOMEM;
-	for (char *s = p + 1;; s++) {
-		if (*s == '/' || *s == '\0') {
-			char save = *s;
-
-			*s = '\0';
-			if (mkdir(p, mode) < 0 && errno != EEXIST)
-				return -errno;
-			*s = save;
-			if (!save)
-				break;
-		}
-	}
-	return 0;
-}
-
 int ward__audit_append(const char *path, const struct ward__audit_record *rec)
 {
 	_cleanup_free_ char *line = NULL, *dir = NULL, *lock = NULL, *old = NULL;
@@ -157,7 +136,7 @@ int ward__audit_append(const char *path, const struct ward__audit_record *rec)
 		lock = old = NULL;
 		return -ENOMEM;
 	}
-	r = mkdir_parents(dir, 0700);
+	r = ward__mkdir_parents(dir, 0700);
 	if (r < 0)
 		return r;
 	lfd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY, 0600);

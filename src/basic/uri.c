@@ -6,17 +6,7 @@
 
 #include "basic/buf.h"
 #include "basic/uri.h"
-
-static int hexval(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
+#include "basic/util.h"
 
 int ward__file_uri_to_path(const char *uri, char **ret)
 {
@@ -44,7 +34,7 @@ int ward__file_uri_to_path(const char *uri, char **ret)
 		return -ENOMEM;
 	for (o = out; *p; p++) {
 		if (*p == '%') {
-			int hi = hexval(p[1]), lo = hi < 0 ? -1 : hexval(p[2]);
+			int hi = ward__hexval(p[1]), lo = hi < 0 ? -1 : ward__hexval(p[2]);
 
 			if (hi < 0 || lo < 0 || (hi == 0 && lo == 0)) {
 				/* Bad escapes and NUL bytes are refused, never passed on. */

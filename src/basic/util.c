@@ -56,6 +56,38 @@ char *ward__path_join(const char *a, const char *b)
 	return r;
 }
 
+int ward__mkdir_parents(const char *dir, mode_t mode)
+{
+	_cleanup_free_ char *p = strdup(dir);
+
+	if (!p)
+		return -ENOMEM;
+	for (char *s = p + 1;; s++) {
+		if (*s == '/' || *s == '\0') {
+			char save = *s;
+
+			*s = '\0';
+			if (mkdir(p, mode) < 0 && errno != EEXIST)
+				return -errno;
+			*s = save;
+			if (!save)
+				break;
+		}
+	}
+	return 0;
+}
+
+int ward__hexval(int c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
 char *ward__path_absolute(const char *path)
 {
 	_cleanup_free_ char *joined = NULL;

@@ -16,6 +16,10 @@ WARD_INTERNAL char *ward__path_join(const char *a, const char *b);
 /* Makes path absolute against the current directory and removes "." / ".." / "//"
  * lexically (no symlink resolution). malloc()ed, NULL with errno set on error. */
 WARD_INTERNAL char *ward__path_absolute(const char *path);
+/* mkdir -p: each missing component of dir made with mode. Returns 0 or -errno. */
+WARD_INTERNAL int ward__mkdir_parents(const char *dir, mode_t mode);
+/* The value of a hexadecimal digit, or -1. */
+WARD_INTERNAL int ward__hexval(int c);
 
 /* ---- fds */
 

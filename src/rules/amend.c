@@ -29,28 +29,6 @@
 
 #define AMEND_LINE_MAX ((size_t)256 << 10)
 
-/* mkdir -p, each missing component with mode. */
-static int mkdir_parents(const char *dir, mode_t mode)
-{
-	_cleanup_free_ char *p = strdup(dir);
-
-	if (!p)
-		return -ENOMEM;
-	for (char *s = p + 1;; s++) {
-		if (*s == '/' || *s == '\0') {
-			char save = *s;
-
-			*s = '\0';
-			if (mkdir(p, mode) < 0 && errno != EEXIST)
-				return -errno;
-			*s = save;
-			if (!save)
-				break;
-		}
-	}
-	return 0;
-}
-
 static bool line_present(const char *text, size_t len, const char *line)
 {
 	size_t n = strlen(line);
@@ -137,7 +115,7 @@ int ward__rules_append_allow(const char *path, const char *const *prefix, size_t
 	dir = strndup(target, slash == target ? 1 : (size_t)(slash - target));
 	if (!dir)
 		return ward__error(err, -ENOMEM, "rules", "cannot add a rule: %m");
-	r = mkdir_parents(dir, 0755);
+	r = ward__mkdir_parents(dir, 0755);
 	if (r < 0)
 		return ward__error(err, r, "rules", "cannot create rules directory '%s': %m", dir);
 	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);

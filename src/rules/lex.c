@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "basic/error.h"
+#include "basic/util.h"
 #include "rules/lex.h"
 
 int ward__lex_fail(struct ward__lexer *lx, unsigned line, unsigned col, const char *fmt, ...)
@@ -53,17 +54,6 @@ static bool is_name_start(int c)
 static bool is_name_char(int c)
 {
 	return is_name_start(c) || (c >= '0' && c <= '9');
-}
-
-static int hexval(int c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
 }
 
 static size_t utf8_encode(uint32_t cp, char out[4])
@@ -157,11 +147,11 @@ static int lex_escape(struct ward__lexer *lx, struct ward__strbuf *b, unsigned l
 	case 'x': {
 		int h1 = peekc(lx, 1), h2 = peekc(lx, 2);
 
-		if (hexval(h1) < 0 || hexval(h2) < 0)
+		if (ward__hexval(h1) < 0 || ward__hexval(h2) < 0)
 			return ward__lex_fail(
 				lx, line, col,
 				"invalid string escape '\\x': two hex digits expected");
-		cp = (uint32_t)(hexval(h1) * 16 + hexval(h2));
+		cp = (uint32_t)(ward__hexval(h1) * 16 + ward__hexval(h2));
 		for (int i = 0; i < 3; i++)
 			advance(lx); /* x and the two digits */
 		goto byte_escape;
@@ -171,7 +161,7 @@ static int lex_escape(struct ward__lexer *lx, struct ward__strbuf *b, unsigned l
 		int ndig = c == 'u' ? 4 : 8;
 
 		for (int i = 1; i <= ndig; i++) {
-			int h = hexval(peekc(lx, (size_t)i));
+			int h = ward__hexval(peekc(lx, (size_t)i));
 
 			if (h < 0)
 				return ward__lex_fail(

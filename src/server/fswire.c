@@ -11,6 +11,7 @@
 
 #include "basic/buf.h"
 #include "basic/cleanup.h"
+#include "basic/util.h"
 #include "server/fswire.h"
 
 /* ------------------------------------------------------------ errors */
@@ -372,17 +373,6 @@ static bool is_digit(char c)
 	return c >= '0' && c <= '9';
 }
 
-static int hexval(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
 static char lower(char c)
 {
 	return c >= 'A' && c <= 'Z' ? (char)(c - 'A' + 'a') : c;
@@ -508,7 +498,7 @@ int ward__xfs_uri_parse(const char *s, size_t len, char **ret_path, int *ret_cod
 				bool ok = raw_len >= 4 && raw[raw_len - 1] == ']';
 
 				for (k = 1; ok && k + 1 < raw_len; k++)
-					ok = hexval(raw[k]) >= 0 || raw[k] == ':' || raw[k] == '.';
+					ok = ward__hexval(raw[k]) >= 0 || raw[k] == ':' || raw[k] == '.';
 				if (!ok) {
 					snprintf(msg, msg_size,
 						 "invalid URI: invalid IPv6 address");
@@ -520,9 +510,9 @@ int ward__xfs_uri_parse(const char *s, size_t len, char **ret_path, int *ret_cod
 			} else {
 				for (k = 0; k < raw_len; k++) {
 					int hi = raw[k] == '%' && k + 2 < raw_len
-						? hexval(raw[k + 1])
+						? ward__hexval(raw[k + 1])
 						: -1,
-					    lo = hi >= 0 ? hexval(raw[k + 2]) : -1;
+					    lo = hi >= 0 ? ward__hexval(raw[k + 2]) : -1;
 					uint8_t c;
 
 					if (hi >= 0 && lo >= 0) {
@@ -645,8 +635,8 @@ int ward__xfs_uri_parse(const char *s, size_t len, char **ret_path, int *ret_cod
 
 			ward__buf_append_byte(&path, '/');
 			for (size_t j = 0; j < segs[k].len; j++) {
-				int hi = t[j] == '%' && j + 2 < segs[k].len ? hexval(t[j + 1]) : -1,
-				    lo = hi >= 0 ? hexval(t[j + 2]) : -1;
+				int hi = t[j] == '%' && j + 2 < segs[k].len ? ward__hexval(t[j + 1]) : -1,
+				    lo = hi >= 0 ? ward__hexval(t[j + 2]) : -1;
 
 				if (hi >= 0 && lo >= 0) {
 					uint8_t c = (uint8_t)(hi * 16 + lo);
