@@ -910,6 +910,80 @@ TEST(prepared_sandbox_is_not_used_once_the_host_mounts_changed)
 	ward_policy_free(pol);
 }
 
+/* A policy of dir, with file protected and deny denied to reads. */
+static struct ward_policy *relink_policy(const char *dir, const char *file, const char *deny)
+{
+	struct ward_policy *p;
+
+	ASSERT_OK(ward_policy_new(&p));
+	ASSERT_OK(ward_policy_set_cwd(p, dir));
+	ASSERT_OK(ward_policy_add_protect(p, file));
+	ASSERT_OK(ward_policy_add_deny_read(p, deny));
+	ASSERT_OK(ward_policy_resolve(p, NULL));
+	return p;
+}
+
+/* Unlinks path and links it back from a second name: the same inode, a new directory entry. */
+static void relink(const char *path, const char *spare)
+{
+	ASSERT_OK(link(path, spare));
+	ASSERT_OK(unlink(path));
+	ASSERT_OK(link(spare, path));
+	ASSERT_OK(unlink(spare));
+}
+
+TEST(prepared_sandbox_is_not_used_once_the_host_detached_its_binds)
+{
+	_cleanup_free_ char *dir = NULL, *file = NULL, *deny = NULL, *spare = NULL, *out = NULL,
+			    *host = NULL;
+	const char *attack = "echo PLANTED >> kept.cfg; cat secret.env";
+	struct ward_policy *pol;
+	struct ward__proc_pool *pool;
+	struct ward__loop *l;
+	int code;
+	bool launched;
+
+	ASSERT_OK(asprintf(&dir, "%s/prepared-relink", scratch));
+	ASSERT_OK(mkdir(dir, 0755));
+	ASSERT_OK(asprintf(&file, "%s/kept.cfg", dir));
+	ASSERT_OK(asprintf(&deny, "%s/secret.env", dir));
+	ASSERT_OK(asprintf(&spare, "%s/spare", scratch));
+	ASSERT_OK(put_file(file, "kept\n"));
+	ASSERT_OK(put_file(deny, "SECRET\n"));
+	pol = relink_policy(dir, file, deny);
+	ASSERT_OK(ward__loop_new(&l));
+	ASSERT_OK(ward__proc_pool_new(l, &pool));
+	free(run_in(l, pool, pol, "true", false, &code, &launched));
+	wait_ready(l, pool);
+
+	/*
+	 * Unlinking a name detaches every mount on it, in every namespace:
+	 * the prepared sandbox's read-only bind of kept.cfg and its mask of
+	 * secret.env are gone, while the names come back as the same inodes
+	 * (the fingerprint cannot tell). The start must not use it.
+	 */
+	relink(file, spare);
+	relink(deny, spare);
+	ward_policy_free(pol);
+	pol = relink_policy(dir, file, deny);
+	out = run_in(l, pool, pol, attack, false, &code, &launched);
+	ASSERT_FALSE(launched);
+	ASSERT_NE(code, 0);
+	ASSERT_FALSE(strstr(out, "SECRET") != NULL);
+	/* The next one, prepared after, holds both as a cold one does. */
+	wait_ready(l, pool);
+	free(out);
+	out = run_in(l, pool, pol, attack, false, &code, &launched);
+	ASSERT_TRUE(launched);
+	ASSERT_NE(code, 0);
+	ASSERT_FALSE(strstr(out, "SECRET") != NULL);
+	ASSERT_OK(ward__read_file(file, 4096, &host, NULL));
+	ASSERT_STREQ(host, "kept\n");
+	ward__proc_pool_free(pool);
+	ward__loop_free(l);
+	ward_policy_free(pol);
+}
+
 /* Children of this process that are not the given pid (the prepared sandboxes' inits). */
 static size_t other_children(pid_t except)
 {
