@@ -24,6 +24,12 @@
  *   - a mount or unmount on the host since it was built (its mount view is a
  *     copy of the host's at that moment) throws it away: /proc/self/mountinfo
  *     polls POLLPRI on every change of the mount table;
+ *   - so does any change of its own mount table once it was built: nothing
+ *     inside mounts anything until its command runs, but the host unmounts
+ *     its binds without touching the paths' identities (a protected or
+ *     deny-read file unlinked and linked back: the kernel detaches every
+ *     mount on the old name, and the new name, the same inode, would be
+ *     writable or readable in it);
  *   - it lives a few seconds at most unused (WARD_POOL_IDLE_MS), then goes;
  *   - a pool belongs to one owner (a session of ward serve attached to one
  *     connection, the session store of one ward mcp): never shared.
@@ -70,6 +76,7 @@ struct slot {
 	struct ward__sandbox sb;
 	struct ward_policy *building; /* the resolution sb was built from, until it is ready */
 	uint64_t mounts_gen; /* the host's mount table when sb was cloned */
+	int sb_mounts_fd; /* sb's own /proc/PID/mountinfo, opened once it was built, or -1 */
 	uint64_t report_io, pid_io;
 	uint64_t idle_timer, prepare_timer;
 };
@@ -180,6 +187,17 @@ static uint64_t mounts_gen(struct ward__proc_pool *pool)
 	return mt->gen;
 }
 
+/* Whether the mount table of a slot's ready sandbox changed since it was built (or is unknown). */
+static bool sb_mounts_changed(const struct slot *s)
+{
+	struct pollfd pfd = {.fd = s->sb_mounts_fd, .events = POLLPRI};
+
+	if (s->sb_mounts_fd < 0)
+		return true;
+	/* mountinfo is always readable (POLLIN); a change adds POLLPRI and POLLERR. */
+	return poll(&pfd, 1, 0) < 0 || (pfd.revents & (POLLPRI | POLLERR | POLLNVAL));
+}
+
 /* ------------------------------------------------------------ slots */
 
 static void slot_drop_sandbox(struct slot *s)
@@ -192,6 +210,9 @@ static void slot_drop_sandbox(struct slot *s)
 	s->pid_io = 0;
 	ward__loop_del_timer(l, s->idle_timer);
 	s->idle_timer = 0;
+	if (s->sb_mounts_fd >= 0)
+		close(s->sb_mounts_fd);
+	s->sb_mounts_fd = -1;
 	if (s->have_sb)
 		ward__proc_abandon_sandbox(l, &s->sb);
 	s->have_sb = false;
@@ -247,6 +268,22 @@ static void on_report(struct ward__loop *l, int fd, uint32_t events, void *userd
 	}
 	if (!s->sb.ready || s->ready)
 		return;
+	/*
+	 * Its mount table from here on: a change of it (a bind the host
+	 * detached) makes it unusable (sb_mounts_changed). Opened before the
+	 * check below, so that nothing falls between the two. Without it the
+	 * sandbox could not be trusted: of no use.
+	 */
+	{
+		char path[64];
+
+		snprintf(path, sizeof(path), "/proc/%d/mountinfo", (int)s->sb.pid);
+		s->sb_mounts_fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (s->sb_mounts_fd < 0) {
+			prepare_failed(s);
+			return;
+		}
+	}
 	/*
 	 * Built. The entries it mounted must be the ones the fingerprint saw
 	 * before the clone: a change in between and the view may hold something
@@ -463,6 +500,7 @@ int ward__proc_pool_take(struct ward__proc_pool *pool, const struct ward_policy 
 			return 0;
 		}
 		s->pool = pool;
+		s->sb_mounts_fd = -1;
 		s->key = TAKE_PTR(key);
 		s->key_len = len;
 		s->tty = tty;
@@ -477,9 +515,11 @@ int ward__proc_pool_take(struct ward__proc_pool *pool, const struct ward_policy 
 	s->last_used = ward__now_ns();
 	r = 0;
 	if (s->ready) {
-		if (mounts_gen(pool) == s->mounts_gen) {
+		if (mounts_gen(pool) == s->mounts_gen && !sb_mounts_changed(s)) {
 			/* Taken for good: the start runs in it, nothing else ever will. */
 			*ret = s->sb;
+			close(s->sb_mounts_fd);
+			s->sb_mounts_fd = -1;
 			ward__loop_del_timer(pool->loop, s->idle_timer);
 			s->idle_timer = 0;
 			ward__loop_del_io(pool->loop, s->pid_io);
@@ -488,7 +528,7 @@ int ward__proc_pool_take(struct ward__proc_pool *pool, const struct ward_policy 
 			s->ready = false;
 			r = 1;
 		} else {
-			/* The host's mounts changed since it was built: its view is stale. */
+			/* The host's mounts, or its own, changed since it was built: its view is stale. */
 			slot_drop_sandbox(s);
 		}
 	}

@@ -511,6 +511,73 @@ TEST(shared_inotify_one_watch_per_inode_counted_per_guard)
 	ward_policy_free(pol2);
 }
 
+/* A resolved policy of a new directory name under the scratch directory. */
+static struct ward_policy *subdir_policy(const char *name, char **ret_dir)
+{
+	struct ward_policy *p;
+
+	ASSERT_OK(asprintf(ret_dir, "%s/%s", scratch, name));
+	ASSERT_OK(mkdir(*ret_dir, 0755));
+	ASSERT_OK(ward_policy_new(&p));
+	ASSERT_OK(ward_policy_set_cwd(p, *ret_dir));
+	ASSERT_OK(ward_policy_resolve(p, NULL));
+	return p;
+}
+
+TEST(shared_inotify_overflow_concerns_every_guard)
+{
+	_cleanup_free_ char *flood = NULL, *victim = NULL, *fbdir = NULL, *codex = NULL,
+			    *max = NULL;
+	struct ward_policy *pf = subdir_policy("flood", &flood),
+			   *pv = subdir_policy("victim", &victim),
+			   *pb = subdir_policy("fallback", &fbdir);
+	struct ward__watches *w;
+	struct ward__guard *gf, *gv, *gb;
+	int n_f = 0, n_v = 0, n_b = 0;
+	long n_events;
+	char a[16], got[PATH_MAX + 256];
+	bool changed = true;
+
+	ASSERT_OK(ward__read_file("/proc/sys/fs/inotify/max_queued_events", 64, &max, NULL));
+	n_events = strtol(max, NULL, 10);
+	ASSERT_TRUE(n_events > 0 && n_events <= 1 << 20);
+	ASSERT_OK(asprintf(&codex, "%s/.codex", victim));
+	ASSERT_OK(ward__watches_new(&w, NULL));
+	gf = shared_guard(w, pf, false, &n_f);
+	gv = shared_guard(w, pv, false, &n_v);
+	gb = shared_guard(w, pb, true, &n_b);
+
+	/* One sandbox's creations fill the queue; another's change then goes unrecorded. */
+	for (long i = 0; i <= n_events; i++) {
+		char path[PATH_MAX];
+
+		snprintf(path, sizeof(path), "%s/f%ld", flood, i);
+		ASSERT_OK(mkdir(path, 0755));
+	}
+	ASSERT_OK(mkdir(codex, 0755));
+	ASSERT_OK(ward__watches_dispatch(w));
+
+	/* Every guard is told; each finds out for itself what the lost events could have been. */
+	ASSERT_EQ(n_f, 1);
+	ASSERT_EQ(n_v, 1);
+	ASSERT_EQ(n_b, 1);
+	expect_change(gv, "create", codex);
+	/* The fallback's guard cannot know: it stops its sandbox (the restoration tells). */
+	ASSERT_OK(ward__guard_read(gb, a, sizeof(a), got, sizeof(got), &changed));
+	ASSERT_TRUE(changed);
+	/* The flooder's own missing names are still missing: nothing changed for it. */
+	ASSERT_OK(ward__guard_read(gf, a, sizeof(a), got, sizeof(got), &changed));
+	ASSERT_FALSE(changed);
+
+	ward__guard_free(gf);
+	ward__guard_free(gv);
+	ward__guard_free(gb);
+	ward__watches_free(w);
+	ward_policy_free(pf);
+	ward_policy_free(pv);
+	ward_policy_free(pb);
+}
+
 /* How many inotify instances this process holds. */
 static size_t inotify_instances(void)
 {
@@ -905,6 +972,80 @@ TEST(prepared_sandbox_is_not_used_once_the_host_mounts_changed)
 	out = run_in(l, pool, pol, "ls mnt", false, &code, &launched);
 	ASSERT_TRUE(launched);
 	ASSERT_CONTAINS(out, "inside");
+	ward__proc_pool_free(pool);
+	ward__loop_free(l);
+	ward_policy_free(pol);
+}
+
+/* A policy of dir, with file protected and deny denied to reads. */
+static struct ward_policy *relink_policy(const char *dir, const char *file, const char *deny)
+{
+	struct ward_policy *p;
+
+	ASSERT_OK(ward_policy_new(&p));
+	ASSERT_OK(ward_policy_set_cwd(p, dir));
+	ASSERT_OK(ward_policy_add_protect(p, file));
+	ASSERT_OK(ward_policy_add_deny_read(p, deny));
+	ASSERT_OK(ward_policy_resolve(p, NULL));
+	return p;
+}
+
+/* Unlinks path and links it back from a second name: the same inode, a new directory entry. */
+static void relink(const char *path, const char *spare)
+{
+	ASSERT_OK(link(path, spare));
+	ASSERT_OK(unlink(path));
+	ASSERT_OK(link(spare, path));
+	ASSERT_OK(unlink(spare));
+}
+
+TEST(prepared_sandbox_is_not_used_once_the_host_detached_its_binds)
+{
+	_cleanup_free_ char *dir = NULL, *file = NULL, *deny = NULL, *spare = NULL, *out = NULL,
+			    *host = NULL;
+	const char *attack = "echo PLANTED >> kept.cfg; cat secret.env";
+	struct ward_policy *pol;
+	struct ward__proc_pool *pool;
+	struct ward__loop *l;
+	int code;
+	bool launched;
+
+	ASSERT_OK(asprintf(&dir, "%s/prepared-relink", scratch));
+	ASSERT_OK(mkdir(dir, 0755));
+	ASSERT_OK(asprintf(&file, "%s/kept.cfg", dir));
+	ASSERT_OK(asprintf(&deny, "%s/secret.env", dir));
+	ASSERT_OK(asprintf(&spare, "%s/spare", scratch));
+	ASSERT_OK(put_file(file, "kept\n"));
+	ASSERT_OK(put_file(deny, "SECRET\n"));
+	pol = relink_policy(dir, file, deny);
+	ASSERT_OK(ward__loop_new(&l));
+	ASSERT_OK(ward__proc_pool_new(l, &pool));
+	free(run_in(l, pool, pol, "true", false, &code, &launched));
+	wait_ready(l, pool);
+
+	/*
+	 * Unlinking a name detaches every mount on it, in every namespace:
+	 * the prepared sandbox's read-only bind of kept.cfg and its mask of
+	 * secret.env are gone, while the names come back as the same inodes
+	 * (the fingerprint cannot tell). The start must not use it.
+	 */
+	relink(file, spare);
+	relink(deny, spare);
+	ward_policy_free(pol);
+	pol = relink_policy(dir, file, deny);
+	out = run_in(l, pool, pol, attack, false, &code, &launched);
+	ASSERT_FALSE(launched);
+	ASSERT_NE(code, 0);
+	ASSERT_FALSE(strstr(out, "SECRET") != NULL);
+	/* The next one, prepared after, holds both as a cold one does. */
+	wait_ready(l, pool);
+	free(out);
+	out = run_in(l, pool, pol, attack, false, &code, &launched);
+	ASSERT_TRUE(launched);
+	ASSERT_NE(code, 0);
+	ASSERT_FALSE(strstr(out, "SECRET") != NULL);
+	ASSERT_OK(ward__read_file(file, 4096, &host, NULL));
+	ASSERT_STREQ(host, "kept\n");
 	ward__proc_pool_free(pool);
 	ward__loop_free(l);
 	ward_policy_free(pol);
