@@ -498,7 +498,8 @@ int ward__xfs_uri_parse(const char *s, size_t len, char **ret_path, int *ret_cod
 				bool ok = raw_len >= 4 && raw[raw_len - 1] == ']';
 
 				for (k = 1; ok && k + 1 < raw_len; k++)
-					ok = ward__hexval(raw[k]) >= 0 || raw[k] == ':' || raw[k] == '.';
+					ok = ward__hexval(raw[k]) >= 0 || raw[k] == ':' ||
+						raw[k] == '.';
 				if (!ok) {
 					snprintf(msg, msg_size,
 						 "invalid URI: invalid IPv6 address");
@@ -635,7 +636,8 @@ int ward__xfs_uri_parse(const char *s, size_t len, char **ret_path, int *ret_cod
 
 			ward__buf_append_byte(&path, '/');
 			for (size_t j = 0; j < segs[k].len; j++) {
-				int hi = t[j] == '%' && j + 2 < segs[k].len ? ward__hexval(t[j + 1]) : -1,
+				int hi = t[j] == '%' && j + 2 < segs[k].len ? ward__hexval(t[j + 1])
+									    : -1,
 				    lo = hi >= 0 ? ward__hexval(t[j + 2]) : -1;
 
 				if (hi >= 0 && lo >= 0) {

@@ -56,6 +56,7 @@ struct approval {
 	bool asking;
 	int64_t elicit_id;
 	uint64_t elicit_timer;
+	uint64_t asked_at_ns, ask_progress_timer; /* progress while the person decides */
 	char *asked_reason; /* what the last question said, for the fallback's text */
 	bool asked_unsandboxed;
 	/* The last run's reply, kept while a retry outside the sandbox is asked. */
@@ -229,9 +230,10 @@ static void add_approval_props(json_t *props)
 			  "justification). with_additional_permissions: ask to run it in the "
 			  "sandbox widened by additional_permissions."));
 	json_object_set_new(props, "justification",
-			    prop("string", "Only with require_escalated or "
-					   "with_additional_permissions: one sentence for the "
-					   "person, why the command needs it."));
+			    prop("string",
+				 "Only with require_escalated or "
+				 "with_additional_permissions: one sentence for the "
+				 "person, why the command needs it."));
 	json_object_set_new(
 		props, "prefix_rule",
 		json_pack("{s:s, s:{s:s}, s:s}", "type", "array", "items", "type", "string",
@@ -439,24 +441,34 @@ static void on_session_done(struct ward__session_reply *r, void *userdata)
 		begin_shutdown(m);
 }
 
-static void on_progress(uint64_t elapsed_ms, uint64_t total_ms, uint64_t bytes, void *userdata)
+static void send_progress(struct pending *p, uint64_t elapsed_ms, uint64_t total_ms,
+			  const char *msg)
 {
-	struct pending *p = userdata;
 	json_t *params;
-
-	char msg[96];
 
 	/* progress must increase from one notification to the next. */
 	if (elapsed_ms <= p->last_progress)
 		elapsed_ms = p->last_progress + 1;
 	p->last_progress = elapsed_ms;
-	snprintf(msg, sizeof(msg), "waiting for the command; %llu bytes of output so far",
-		 (unsigned long long)bytes);
 	params = json_pack("{s:O, s:I, s:I, s:s}", "progressToken", p->progress_token, "progress",
 			   (json_int_t)elapsed_ms, "total", (json_int_t)total_ms, "message", msg);
 	if (!params)
 		return;
 	send_notification(p->m, "notifications/progress", params);
+}
+
+static void on_progress(uint64_t elapsed_ms, uint64_t total_ms, uint64_t bytes, void *userdata)
+{
+	char msg[96];
+
+	snprintf(msg, sizeof(msg), "waiting for the command; %llu bytes of output so far",
+		 (unsigned long long)bytes);
+	send_progress(userdata, elapsed_ms, total_ms, msg);
+}
+
+static uint64_t progress_interval_ms(const struct mcp *m)
+{
+	return m->cfg->progress_interval_ms > 0 ? (uint64_t)m->cfg->progress_interval_ms : 1000;
 }
 
 static struct pending *pending_new(struct mcp *m, const struct ward__rpc_msg *msg,
@@ -608,6 +620,7 @@ static void approval_free(struct mcp *m, struct approval *ap)
 	if (!ap)
 		return;
 	ward__loop_del_timer(m->loop, ap->elicit_timer);
+	ward__loop_del_timer(m->loop, ap->ask_progress_timer);
 	ward__approval_step_free(ap->step);
 	ward_approval_request_free(ap->req);
 	ward__session_reply_free(ap->reply);
@@ -685,7 +698,8 @@ static const char *const decision_titles[] = {
 	[WARD_REVIEW_APPROVED] = "Yes, run it this once",
 	[WARD_REVIEW_APPROVED_FOR_SESSION] =
 		"Yes, and do not ask again for this command in this directory (until ward mcp ends)",
-	[WARD_REVIEW_APPROVED_EXECPOLICY_AMENDMENT] = "Yes, and always allow commands starting with",
+	[WARD_REVIEW_APPROVED_EXECPOLICY_AMENDMENT] =
+		"Yes, and always allow commands starting with",
 	[WARD_REVIEW_DENIED] = "No, do not run it (the agent is told)",
 	[WARD_REVIEW_ABORT] = "No, and the agent should stop",
 };
@@ -719,9 +733,10 @@ static json_t *elicit_params(struct mcp *m, struct approval *ap,
 	ward__buf_printf(&b, "%s\n\n$ %s\n(in %s)\n\nWhy ward asks: %s\n",
 			 q->retry ? "The sandbox refused this command. Run it again OUTSIDE the "
 				    "sandbox?"
-			 : q->unsandboxed ? "Allow this command to run OUTSIDE the sandbox "
-					    "(with your full access to files and the network)?"
-					  : "Allow this command to run (in the sandbox)?",
+				 : q->unsandboxed
+				 ? "Allow this command to run OUTSIDE the sandbox "
+				   "(with your full access to files and the network)?"
+				 : "Allow this command to run (in the sandbox)?",
 			 cmd ? cmd : "?", cwd ? cwd : "?", reason ? reason : "?");
 	/*
 	 * The program that runs is the call's shell: when the agent chose one,
@@ -773,10 +788,10 @@ static json_t *elicit_params(struct mcp *m, struct approval *ap,
 		    asprintf(&title, "%s `%s`", decision_titles[d], prefix ? prefix : "?") < 0)
 			title = NULL;
 		if (titled)
-			json_array_append_new(
-				values, json_pack("{s:s, s:s}", "const",
-						  ward_review_decision_to_string(d), "title",
-						  title ? title : decision_titles[d]));
+			json_array_append_new(values,
+					      json_pack("{s:s, s:s}", "const",
+							ward_review_decision_to_string(d), "title",
+							title ? title : decision_titles[d]));
 		else
 			json_array_append_new(values,
 					      json_string(ward_review_decision_to_string(d)));
@@ -791,9 +806,9 @@ static json_t *elicit_params(struct mcp *m, struct approval *ap,
 		field = json_pack("{s:s, s:s, s:o, s:o}", "type", "string", "title",
 				  "Your decision", "enum", values, "enumNames", names);
 	}
-	res = json_pack("{s:s, s:{s:s, s:{s:o}, s:[s]}}", "message",
-			b.data ? (char *)b.data : "", "requestedSchema", "type", "object",
-			"properties", "decision", field, "required", "decision");
+	res = json_pack("{s:s, s:{s:s, s:{s:o}, s:[s]}}", "message", b.data ? (char *)b.data : "",
+			"requestedSchema", "type", "object", "properties", "decision", field,
+			"required", "decision");
 	ward__buf_release(&b);
 	if (incomplete) {
 		json_decref(res);
@@ -805,20 +820,27 @@ static json_t *elicit_params(struct mcp *m, struct approval *ap,
 	return res;
 }
 
-
 static json_t *approval_drive(struct mcp *m, struct pending *p);
 
 /* Sends the question of ap->act as elicitation/create; 0, or -errno (then nobody is asked). */
 static int elicit(struct mcp *m, struct pending *p);
+
+/* The question is answered or moot: its timers go. */
+static void stop_asking(struct mcp *m, struct approval *ap)
+{
+	ap->asking = false;
+	ward__loop_del_timer(m->loop, ap->elicit_timer);
+	ap->elicit_timer = 0;
+	ward__loop_del_timer(m->loop, ap->ask_progress_timer);
+	ap->ask_progress_timer = 0;
+}
 
 /* Nobody can answer the question now: the step decides (not run), with why. */
 static int no_answer(struct mcp *m, struct pending *p, const char *why, struct ward_error *e)
 {
 	struct approval *ap = p->ap;
 
-	ap->asking = false;
-	ward__loop_del_timer(m->loop, ap->elicit_timer);
-	ap->elicit_timer = 0;
+	stop_asking(m, ap);
 	return ward__approval_no_answer(ap->step, why, &ap->act, e);
 }
 
@@ -827,9 +849,9 @@ static void withdraw_question(struct mcp *m, struct approval *ap, const char *wh
 {
 	if (!ap->asking)
 		return;
-	send_notification(m, "notifications/cancelled",
-			  json_pack("{s:I, s:s}", "requestId", (json_int_t)ap->elicit_id, "reason",
-				    why));
+	send_notification(
+		m, "notifications/cancelled",
+		json_pack("{s:I, s:s}", "requestId", (json_int_t)ap->elicit_id, "reason", why));
 }
 
 /* The tool result of a run: its reply in Codex's layout, the approval's notes added. */
@@ -923,8 +945,9 @@ static int approval_run(struct mcp *m, struct pending *p, struct ward_error *e)
 
 	if (!ap->act.sandboxed && ap->reply) {
 		ap->retried = true;
-		add_note(ap, "ran again outside the sandbox: the sandbox had refused it and the "
-			     "person approved");
+		add_note(ap,
+			 "ran again outside the sandbox: the sandbox had refused it and the "
+			 "person approved");
 	} else if (!ap->act.sandboxed) {
 		add_note(ap, "ran outside the sandbox (approved)");
 	}
@@ -935,10 +958,7 @@ static int approval_run(struct mcp *m, struct pending *p, struct ward_error *e)
 	 * that asked for progress gets none.
 	 */
 	if (r >= 0 && p->progress_token)
-		ward__sessions_set_progress(m->sessions, p->call,
-					    (uint64_t)(m->cfg->progress_interval_ms > 0
-							       ? m->cfg->progress_interval_ms
-							       : 1000),
+		ward__sessions_set_progress(m->sessions, p->call, progress_interval_ms(m),
 					    on_progress, p);
 	return r;
 }
@@ -1059,6 +1079,24 @@ static void on_elicit_timeout(struct ward__loop *l, void *userdata)
 		pending_finish(m, p, res);
 }
 
+/*
+ * While the person decides, a call that asked for progress hears that it
+ * waits for them: clients time a request out unless progress comes (the
+ * TypeScript SDK's resetTimeoutOnProgress), and a person may take minutes.
+ */
+static void on_ask_progress(struct ward__loop *l, void *userdata)
+{
+	struct pending *p = userdata;
+	struct approval *ap = p->ap;
+	uint64_t interval = progress_interval_ms(p->m);
+
+	ap->ask_progress_timer = 0;
+	send_progress(p, (ward__now_ns() - ap->asked_at_ns) / 1000000,
+		      WARD_MCP_ELICIT_TIMEOUT_NS / 1000000, "waiting for the person's answer");
+	(void)ward__loop_add_timer(l, ward__now_ns() + interval * 1000000, on_ask_progress, p,
+				   &ap->ask_progress_timer);
+}
+
 static int elicit(struct mcp *m, struct pending *p)
 {
 	struct approval *ap = p->ap;
@@ -1079,7 +1117,15 @@ static int elicit(struct mcp *m, struct pending *p)
 	if (r < 0)
 		return r;
 	ap->asking = true;
-	return ward__loop_add_timer(m->loop, ward__now_ns() + WARD_MCP_ELICIT_TIMEOUT_NS,
+	ap->asked_at_ns = ward__now_ns();
+	if (p->progress_token) {
+		r = ward__loop_add_timer(m->loop,
+					 ap->asked_at_ns + progress_interval_ms(m) * 1000000,
+					 on_ask_progress, p, &ap->ask_progress_timer);
+		if (r < 0)
+			return r;
+	}
+	return ward__loop_add_timer(m->loop, ap->asked_at_ns + WARD_MCP_ELICIT_TIMEOUT_NS,
 				    on_elicit_timeout, p, &ap->elicit_timer);
 }
 
@@ -1103,9 +1149,7 @@ static void handle_response(struct mcp *m, const struct ward__rpc_msg *msg)
 		}
 	if (!ap)
 		return; /* An answer to a question withdrawn meanwhile, or to nothing. */
-	ap->asking = false;
-	ward__loop_del_timer(m->loop, ap->elicit_timer);
-	ap->elicit_timer = 0;
+	stop_asking(m, ap);
 	if (msg->kind == WARD_RPC_ERROR) {
 		_cleanup_free_ char *why = NULL;
 
@@ -1272,8 +1316,8 @@ static json_t *approval_start(struct mcp *m, struct pending *p, const struct war
 	/* The command's directory: the question shows it and the cache is scoped to it. */
 	if (a->workdir && a->workdir[0])
 		workdir = a->workdir[0] == '/'
-				  ? strdup(a->workdir)
-				  : ward__path_join(ward__sessions_cwd(m->sessions), a->workdir);
+			? strdup(a->workdir)
+			: ward__path_join(ward__sessions_cwd(m->sessions), a->workdir);
 	else
 		workdir = strdup(ward__sessions_cwd(m->sessions));
 	if (!workdir || ward__approval_request_set_cwd(ap->req, workdir) < 0)
@@ -1322,8 +1366,8 @@ static void approvals_abandon(struct mcp *m)
 			continue;
 		withdraw_question(m, p->ap, "ward is shutting down");
 		res = no_answer(m, p, "ward is shutting down", &e) < 0
-			      ? tool_error(m, "%s", e.message)
-			      : approval_drive(m, p);
+			? tool_error(m, "%s", e.message)
+			: approval_drive(m, p);
 		if (res)
 			pending_finish(m, p, res);
 	}
@@ -1427,10 +1471,7 @@ static void handle_tools_call(struct mcp *m, const struct ward__rpc_msg *msg)
 		return;
 	}
 	if (p->progress_token)
-		ward__sessions_set_progress(m->sessions, p->call,
-					    (uint64_t)(m->cfg->progress_interval_ms > 0
-							       ? m->cfg->progress_interval_ms
-							       : 1000),
+		ward__sessions_set_progress(m->sessions, p->call, progress_interval_ms(m),
 					    on_progress, p);
 }
 
@@ -1463,7 +1504,7 @@ static void handle_initialize(struct mcp *m, const struct ward__rpc_msg *msg)
 		json_t *el = json_object_get(caps, "elicitation");
 
 		m->elicitation = strcmp(m->version, "2025-06-18") >= 0 && json_is_object(el) &&
-				 (json_object_size(el) == 0 || json_object_get(el, "form"));
+			(json_object_size(el) == 0 || json_object_get(el, "form"));
 	}
 	res = json_pack(
 		"{s:s, s:{s:{s:b}}, s:{s:s, s:s, s:s}, s:s}", "protocolVersion", m->version,

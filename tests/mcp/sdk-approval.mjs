@@ -24,7 +24,7 @@ const audit = `${dir}/state/ward/audit.jsonl`;
 
 let n = 0;
 let failed = 0;
-const plan = 23;
+const plan = 24;
 console.log(`1..${plan}`);
 
 function ok(cond, name, diag) {
@@ -172,9 +172,11 @@ try {
   {
     let seen = null;
     let reply = "approved";
+    let delay = 0;
     const { client, call } = await connect(["-a", "on-request"], (q) => {
       seen = q;
-      return reply === "decline" ? { action: "decline" } : decision(reply);
+      const res = reply === "decline" ? { action: "decline" } : decision(reply);
+      return delay ? later(delay, res) : res;
     });
     const tools = await client.listTools();
     const props = tools.tools.find((t) => t.name === "exec_command").inputSchema.properties;
@@ -215,6 +217,16 @@ try {
       undefined, { onprogress: (p) => progress.push(p), timeout: 60000 });
     ok(!r.isError && r.structuredContent.output === "done\n" && progress.length >= 1,
        "progress: notifications for a command that ran after a question", { progress, r });
+    // A person who takes longer than the client's request timeout: progress keeps the call alive.
+    const waiting = [];
+    delay = 2500;
+    r = await client.callTool(
+      { name: "exec_command", arguments: { cmd: "echo answered", sandbox_permissions: "require_escalated" } },
+      undefined, { onprogress: (p) => waiting.push(p), timeout: 1500, resetTimeoutOnProgress: true });
+    delay = 0;
+    ok(!r.isError && r.structuredContent.output === "answered\n" &&
+       waiting.some((p) => /person's answer/.test(p.message || "")),
+       "progress while the person decides keeps a client's request timeout from firing", { waiting, r });
     await client.close();
   }
 

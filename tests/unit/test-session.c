@@ -1798,8 +1798,12 @@ TEST(kill_while_a_call_waits_is_always_answered)
 {
 	struct ward__loop *l;
 	struct ward__sessions *s;
-	struct ward__write_args wa = {.chars = "MATCH\n", .len = 6, .yield_ms = 5000,
-				      .max_output_tokens = -1, .until = "MATCH", .until_len = 5};
+	struct ward__write_args wa = {.chars = "MATCH\n",
+				      .len = 6,
+				      .yield_ms = 5000,
+				      .max_output_tokens = -1,
+				      .until = "MATCH",
+				      .until_len = 5};
 	struct waiter w = {0}, wk = {0};
 	struct ward__session_reply *r;
 
@@ -1829,8 +1833,8 @@ TEST(cancelling_a_wait_ends_it_at_once_and_keeps_its_output)
 	struct ward__loop *l;
 	struct ward__sessions *s;
 	struct ward__write_args poll = {.yield_ms = 60000, .max_output_tokens = -1};
-	struct ward__write_args more = {.yield_ms = 20000, .max_output_tokens = -1,
-					.until = "IMPORTANT", .until_len = 9};
+	struct ward__write_args more = {
+		.yield_ms = 20000, .max_output_tokens = -1, .until = "IMPORTANT", .until_len = 9};
 	struct waiter w1 = {0}, w2 = {0}, w3 = {0};
 	struct ward__session_reply *r;
 	uint64_t c1, c2, t0;
@@ -1865,8 +1869,8 @@ TEST(until_on_a_poll_counts_output_already_waiting)
 {
 	struct ward__loop *l;
 	struct ward__sessions *s;
-	struct ward__write_args poll = {.yield_ms = 30000, .max_output_tokens = -1,
-					.until = "READY> ", .until_len = 7};
+	struct ward__write_args poll = {
+		.yield_ms = 30000, .max_output_tokens = -1, .until = "READY> ", .until_len = 7};
 	struct waiter w = {0};
 	struct ward__session_reply *r;
 	uint64_t t0;
