@@ -52,6 +52,8 @@ static const char serve_help[] =
 	"      --max-processes N        processes per session (default 4096)\n"
 	"      --max-message BYTES      largest message from a client (default 16M)\n"
 	"      --retain-output BYTES    output kept per process for process/read (default 1M)\n"
+	"      --retain-total BYTES     output kept across all processes; the least recent\n"
+	"                               goes first (default 256M)\n"
 	"      --session-ttl SECONDS    how long a session without a connection waits to be\n"
 	"                               resumed before its processes are killed (default 30)\n"
 	"      --exited-ttl SECONDS     how long an exited process stays readable (default 30)\n"
@@ -76,6 +78,7 @@ enum {
 	OPT_MAX_PROCESSES,
 	OPT_MAX_MESSAGE,
 	OPT_RETAIN_OUTPUT,
+	OPT_RETAIN_TOTAL,
 	OPT_SESSION_TTL,
 	OPT_EXITED_TTL,
 };
@@ -90,6 +93,7 @@ static const struct option serve_options[] = {
 	{"max-processes", required_argument, NULL, OPT_MAX_PROCESSES},
 	{"max-message", required_argument, NULL, OPT_MAX_MESSAGE},
 	{"retain-output", required_argument, NULL, OPT_RETAIN_OUTPUT},
+	{"retain-total", required_argument, NULL, OPT_RETAIN_TOTAL},
 	{"session-ttl", required_argument, NULL, OPT_SESSION_TTL},
 	{"exited-ttl", required_argument, NULL, OPT_EXITED_TTL},
 	{0},
@@ -104,7 +108,7 @@ struct serve_args {
 	bool no_auth;
 	bool allow_remote;
 	bool allow_unsandboxed;
-	uint64_t max_connections, max_processes, max_message, retain_output;
+	uint64_t max_connections, max_processes, max_message, retain_output, retain_total;
 	uint64_t session_ttl_ms, exited_ttl_ms;
 };
 
@@ -156,6 +160,8 @@ static int handle_option(int c, const char *arg, void *userdata)
 	case OPT_RETAIN_OUTPUT:
 		return number("--retain-output", arg, 4096, (uint64_t)1 << 30, true,
 			      &a->retain_output);
+	case OPT_RETAIN_TOTAL:
+		return number("--retain-total", arg, 4096, (uint64_t)1 << 40, true, &a->retain_total);
 	case OPT_SESSION_TTL:
 	case OPT_EXITED_TTL: {
 		uint64_t ms;
@@ -375,6 +381,7 @@ int cli_serve(int argc, char **argv)
 	xc.max_connections = (size_t)s.max_connections;
 	xc.max_processes = (size_t)s.max_processes;
 	xc.retain_bytes = (size_t)s.retain_output;
+	xc.retain_total = (size_t)s.retain_total;
 	xc.detached_ttl_ms = (unsigned)s.session_ttl_ms;
 	xc.exited_ttl_ms = (unsigned)s.exited_ttl_ms;
 	if (ward__xserver_new(loop, &xc, &srv, &err) < 0) {

@@ -20,6 +20,10 @@
  * reading its processes' output: the processes block in write(), as under any
  * slow reader, and ward's memory stays bounded. Without a connection, output
  * is read on and only the newest WARD_XS_RETAIN_BYTES are kept.
+ *
+ * What all processes retain together is bounded too (retain_total): past
+ * it, the oldest chunks of the process that has gone longest without output
+ * go first (exited processes, typically), whatever its session.
  */
 #include <fcntl.h>
 #include <inttypes.h>
@@ -104,6 +108,8 @@ struct xproc {
 	struct chunk *ring;
 	size_t ring_cap, ring_head, ring_len;
 	size_t retained_bytes;
+	struct xproc *lru_prev, *lru_next; /* in the server's retention order, while it retains */
+	bool in_lru;
 	bool exited, closed;
 	int exit_code;
 	int denied;
@@ -148,6 +154,9 @@ struct ward__xserver {
 	struct xsession *sessions;
 	size_t n_sessions;
 	size_t n_procs;
+	/* Retained output of every process; processes that retain, least recent output first. */
+	size_t retained_total;
+	struct xproc *lru_head, *lru_tail;
 	char *cwd;
 };
 
@@ -315,10 +324,40 @@ static struct chunk *ring_at(struct xproc *p, size_t i)
 	return &p->ring[(p->ring_head + i) % p->ring_cap];
 }
 
+static void lru_remove(struct ward__xserver *s, struct xproc *p)
+{
+	if (!p->in_lru)
+		return;
+	if (p->lru_prev)
+		p->lru_prev->lru_next = p->lru_next;
+	else
+		s->lru_head = p->lru_next;
+	if (p->lru_next)
+		p->lru_next->lru_prev = p->lru_prev;
+	else
+		s->lru_tail = p->lru_prev;
+	p->lru_prev = p->lru_next = NULL;
+	p->in_lru = false;
+}
+
+/* p has just retained output: it goes last in the order of eviction. */
+static void lru_touch(struct ward__xserver *s, struct xproc *p)
+{
+	lru_remove(s, p);
+	p->lru_prev = s->lru_tail;
+	if (s->lru_tail)
+		s->lru_tail->lru_next = p;
+	else
+		s->lru_head = p;
+	s->lru_tail = p;
+	p->in_lru = true;
+}
+
 static void ring_drop_oldest(struct xproc *p)
 {
 	struct chunk *c = ring_at(p, 0);
 
+	p->sess->srv->retained_total -= c->len;
 	p->retained_bytes -= c->len;
 	free(c->data);
 	c->data = NULL;
@@ -333,15 +372,26 @@ static int retain(struct xproc *p, uint64_t seq, uint8_t stream, const uint8_t *
 	struct chunk *c;
 	uint8_t *copy;
 
-	if (len > s->cfg.retain_bytes) {
-		/* Only the newest retain_bytes of an oversized chunk can be kept. */
-		data += len - s->cfg.retain_bytes;
-		len = s->cfg.retain_bytes;
+	size_t keep = MIN(s->cfg.retain_bytes, s->cfg.retain_total);
+
+	if (len > keep) {
+		/* Only the newest bytes of an oversized chunk can be kept. */
+		data += len - keep;
+		len = keep;
 	}
 	while (p->ring_len > 0 &&
 	       (p->retained_bytes + len > s->cfg.retain_bytes ||
 		p->ring_len >= s->cfg.retain_chunks))
 		ring_drop_oldest(p);
+	/* The server's budget: the least recent output anywhere goes first. */
+	while (s->retained_total + len > s->cfg.retain_total && s->lru_head) {
+		struct xproc *v = s->lru_head;
+
+		if (v->ring_len > 0)
+			ring_drop_oldest(v);
+		if (v->ring_len == 0)
+			lru_remove(s, v);
+	}
 	if (p->ring_len == p->ring_cap) {
 		size_t ncap = p->ring_cap ? p->ring_cap * 2 : 16;
 		struct chunk *n;
@@ -365,6 +415,8 @@ static int retain(struct xproc *p, uint64_t seq, uint8_t stream, const uint8_t *
 	*c = (struct chunk){.seq = seq, .stream = stream, .len = (uint32_t)len, .data = copy};
 	p->ring_len++;
 	p->retained_bytes += len;
+	s->retained_total += len;
+	lru_touch(s, p);
 	return 0;
 }
 
@@ -626,6 +678,7 @@ static void xproc_free(struct xproc *p)
 	ward_policy_free(p->policy);
 	while (p->ring_len > 0)
 		ring_drop_oldest(p);
+	lru_remove(se->srv, p);
 	free(p->ring);
 	for (size_t i = 0; i < p->n_write_ids; i++)
 		free(p->write_ids[i]);
@@ -1721,6 +1774,8 @@ int ward__xserver_new(struct ward__loop *l, const struct ward__xserver_config *c
 		s->cfg.retain_bytes = WARD_XS_RETAIN_BYTES;
 	if (!s->cfg.retain_chunks)
 		s->cfg.retain_chunks = WARD_XS_RETAIN_CHUNKS;
+	if (!s->cfg.retain_total)
+		s->cfg.retain_total = WARD_XS_RETAIN_TOTAL;
 	if (!s->cfg.detached_ttl_ms)
 		s->cfg.detached_ttl_ms = WARD_XS_DETACHED_TTL_MS;
 	if (!s->cfg.exited_ttl_ms)

@@ -16,6 +16,8 @@
 /* Codex's numbers (reference codex.md §7), and ward's caps. */
 #define WARD_XS_RETAIN_BYTES ((size_t)1 << 20) /* output kept per process */
 #define WARD_XS_RETAIN_CHUNKS 50000u
+/* output kept across every process of the server */
+#define WARD_XS_RETAIN_TOTAL ((size_t)256 << 20)
 #define WARD_XS_DETACHED_TTL_MS 30000u /* a session without a connection */
 #define WARD_XS_EXITED_TTL_MS 30000u /* an exited process after it closed */
 #define WARD_XS_WRITE_IDS 4096u /* remembered writeIds per process */
@@ -37,6 +39,7 @@ struct ward__xserver_config {
 	size_t max_processes; /* per session; 0: default */
 	size_t retain_bytes; /* 0: default */
 	unsigned retain_chunks; /* 0: default */
+	size_t retain_total; /* every process's retained output together; 0: default */
 	unsigned detached_ttl_ms; /* 0: default */
 	unsigned exited_ttl_ms; /* 0: default */
 };

@@ -188,6 +188,28 @@ def main():
             time.sleep(0.1)
         print("peak_rss_kib", peak)
         s.close()
+    elif cmd == "retained":
+        # Two processes of 60,000 bytes each, one after the other; then what each has retained.
+        s, r = session(url, sys.argv[3])
+        rid = 10
+        for pid in ("a", "b"):
+            rid += 1
+            a = start(s, r, pid, ["sh", "-c", "head -c 60000 /dev/zero | tr '\\0' x"], rid)
+            assert "result" in a, a
+            while True:
+                rid += 1
+                send(s, {"id": rid, "method": "process/read",
+                         "params": {"processId": pid, "afterSeq": 0, "waitMs": 5000}})
+                a = r.answer(rid)["result"]
+                if a.get("closed"):
+                    break
+        sizes = []
+        for pid in ("a", "b"):
+            rid += 1
+            send(s, {"id": rid, "method": "process/read", "params": {"processId": pid, "afterSeq": 0}})
+            a = r.answer(rid)["result"]
+            sizes.append(sum(len(base64.b64decode(c["chunk"])) for c in a["chunks"]))
+        print("retained", *sizes)
     elif cmd == "drop":
         token, n, marker = sys.argv[3], int(sys.argv[4]), os.environ["MARK"]
         for i in range(n):

@@ -172,6 +172,19 @@ t_detached_sessions_capped() {
 	assert_eq "$(out)" ok "the server carries on"
 }
 
+t_retained_output_has_a_server_wide_budget() {
+	serve --listen ws://127.0.0.1:0 --no-auth --retain-total 100000
+	client retained "$URL" ""
+	set -- $(out)
+	[ "$1" = retained ] || fail "no sizes: $(out) $(cat "$T/.run/stderr")"
+	assert_eq "$3" 60000 "the newest process keeps all its output"
+	[ "$2" -lt 60000 ] || fail "the older process kept $2 bytes: the 100,000-byte budget is exceeded"
+	# Under the default budget both keep everything.
+	serve --listen ws://127.0.0.1:0 --no-auth
+	client retained "$URL" ""
+	assert_eq "$(out)" "retained 60000 60000" "both kept under the default budget"
+}
+
 t_flood_without_reader() {
 	local peak
 	serve --listen ws://127.0.0.1:0 --no-auth
@@ -342,6 +355,7 @@ tcase "100 connections dropped mid-request: server carries on, nothing left" t_d
 tcase "300 stalled handshakes: bounded, a client with the token still served" t_handshake_flood
 tcase "detached sessions beyond --max-connections: the oldest killed" t_detached_sessions_capped
 tcase "a client that never reads cannot make the server grow" t_flood_without_reader
+tcase "retained output has a server-wide budget, the least recent output first" t_retained_output_has_a_server_wide_budget
 tcase "the server SIGKILLed: none of its processes survive" t_killed_server_leaves_nothing
 tcase "stdio: EOF kills every process, exit 0" t_stdio_eof
 tcase "1000 concurrent sandboxed processes, nothing left after the session" t_thousand_sleepers
