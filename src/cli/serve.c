@@ -161,7 +161,8 @@ static int handle_option(int c, const char *arg, void *userdata)
 		return number("--retain-output", arg, 4096, (uint64_t)1 << 30, true,
 			      &a->retain_output);
 	case OPT_RETAIN_TOTAL:
-		return number("--retain-total", arg, 4096, (uint64_t)1 << 40, true, &a->retain_total);
+		return number("--retain-total", arg, 4096, (uint64_t)1 << 40, true,
+			      &a->retain_total);
 	case OPT_SESSION_TTL:
 	case OPT_EXITED_TTL: {
 		uint64_t ms;
