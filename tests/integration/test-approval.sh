@@ -222,6 +222,12 @@ t_rules_protected_inside() {
 	ask "" -a never -- sh -c "echo 'prefix_rule(pattern=[\"curl\"])' > '$XDG_CONFIG_HOME/ward/rules/evil.rules'"
 	[ "$WRC" != 0 ] || fail "the rules directory was writable inside"
 	assert_absent "$XDG_CONFIG_HOME/ward/rules/evil.rules"
+	# Missing at the start, it is made and protected: no command plants the first rules file.
+	export XDG_CONFIG_HOME=$WS/config2
+	ask "" -a never -- sh -c "mkdir -p '$XDG_CONFIG_HOME/ward/rules' && echo 'prefix_rule(pattern=[\"curl\"])' > '$XDG_CONFIG_HOME/ward/rules/evil.rules'"
+	[ "$WRC" != 0 ] || fail "a missing rules directory could be made and written inside"
+	assert_absent "$XDG_CONFIG_HOME/ward/rules/evil.rules"
+	[ -d "$XDG_CONFIG_HOME/ward/rules" ] || fail "the rules directory was not made"
 }
 
 t_audit_command() {
