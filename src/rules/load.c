@@ -110,7 +110,8 @@ int ward__rules_load_dir(struct ward__rules *r, const char *dir, bool project,
 				  dir);
 		goto out;
 	}
-	qsort(names, n, sizeof(char *), cmp_names);
+	if (n > 1)
+		qsort(names, n, sizeof(char *), cmp_names);
 	for (size_t i = 0; i < n && ret >= 0; i++)
 		ret = ward__rules_load_file(r, names[i], project, opts, err);
 out:

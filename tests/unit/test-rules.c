@@ -993,6 +993,11 @@ TEST(load_dir)
 	ASSERT_OK(ward__rules_load_dir(&r, p, false, NULL, &err));
 	snprintf(p, sizeof(p), "%s/a.rules", dir);
 	ASSERT_EQ(ward__rules_load_dir(&r, p, false, NULL, &err), 0);
+	/* An empty directory (ward makes its own when missing) holds no rules, and no error. */
+	snprintf(p, sizeof(p), "%s/empty", dir);
+	ASSERT_EQ(mkdir(p, 0700), 0);
+	ASSERT_OK(ward__rules_load_dir(&r, p, false, NULL, &err));
+	ASSERT_EQ(r.n_prefix, 2);
 	ward__rules_release(&r);
 }
 
