@@ -587,6 +587,18 @@ fail:
 	return r;
 }
 
+/* A sandbox with nothing in it yet (no descriptor, no process). */
+static void sandbox_reset(struct ward__sandbox *sb)
+{
+	*sb = (struct ward__sandbox){.pid = -1,
+				     .pidfd = -1,
+				     .report_fd = -1,
+				     .guard_fd = -1,
+				     .life_fd = -1,
+				     .ctl_fd = -1,
+				     .pty_master = -1};
+}
+
 int ward__sandbox_spawn(const struct ward__spawn_opts *o, struct ward__sandbox *sb,
 			struct ward_error *err)
 {
@@ -596,13 +608,7 @@ int ward__sandbox_spawn(const struct ward__spawn_opts *o, struct ward__sandbox *
 	bool danger;
 	int r;
 
-	*sb = (struct ward__sandbox){.pid = -1,
-				     .pidfd = -1,
-				     .report_fd = -1,
-				     .guard_fd = -1,
-				     .life_fd = -1,
-				     .ctl_fd = -1,
-				     .pty_master = -1};
+	sandbox_reset(sb);
 	if (!p || !p->resolved)
 		return ward__error(err, -EINVAL, "policy", "the policy was not resolved");
 	if (!o->argv || !o->argv[0])
@@ -702,13 +708,7 @@ int ward__sandbox_prepare(const struct ward__spawn_opts *o, struct ward__sandbox
 	long pid;
 	int r;
 
-	*sb = (struct ward__sandbox){.pid = -1,
-				     .pidfd = -1,
-				     .report_fd = -1,
-				     .guard_fd = -1,
-				     .life_fd = -1,
-				     .ctl_fd = -1,
-				     .pty_master = -1};
+	sandbox_reset(sb);
 	if (!p || !p->resolved)
 		return ward__error(err, -EINVAL, "policy", "the policy was not resolved");
 	if (p->mode == WARD_MODE_DANGER_FULL_ACCESS || o->n_keep_fds > 0)
@@ -1467,13 +1467,7 @@ static void release(struct ward__sandbox *sb, bool reap)
 	if (priv)
 		ward__guard_free(priv->guard); /* closes guard_fd */
 	free(priv);
-	*sb = (struct ward__sandbox){.pid = -1,
-				     .pidfd = -1,
-				     .report_fd = -1,
-				     .guard_fd = -1,
-				     .life_fd = -1,
-				     .ctl_fd = -1,
-				     .pty_master = -1};
+	sandbox_reset(sb);
 }
 
 void ward__sandbox_set_guard_notify(struct ward__sandbox *sb, ward__guard_notify_fn fn,
