@@ -222,7 +222,8 @@ static int protect_existing(struct ward_policy *p, const char *path)
  * Protects a directory of ward's own, made first (0700) when missing: a
  * command must not plant the first file in it either, since what is there
  * at the next start is trusted as the person's. Where it cannot be made
- * (a read-only home) the sandbox cannot make it either.
+ * (a read-only home, a file in the way) nothing is protected, as before:
+ * the run goes on.
  */
 static int protect_own_dir(struct ward_policy *p, const char *dir)
 {
@@ -231,7 +232,7 @@ static int protect_own_dir(struct ward_policy *p, const char *dir)
 	if (!dir)
 		return 0;
 	r = ward__mkdir_parents(dir, 0700);
-	if (r < 0 && r != -EROFS && r != -EACCES && r != -EPERM)
+	if (r == -ENOMEM)
 		return r;
 	return protect_existing(p, dir);
 }
