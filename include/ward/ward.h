@@ -333,7 +333,8 @@ struct ward_approver;
 /* Mode on-request, no rules, amendments to ward's rules file, the default audit log. */
 WARD_PUBLIC int ward_approver_new(struct ward_approver **ret_approver);
 WARD_PUBLIC void ward_approver_free(struct ward_approver *approver);
-WARD_PUBLIC int ward_approver_set_mode(struct ward_approver *approver, enum ward_approval_mode mode);
+WARD_PUBLIC int ward_approver_set_mode(struct ward_approver *approver,
+				       enum ward_approval_mode mode);
 /* The classes granular mode lets ask (default: all). Copied. */
 WARD_PUBLIC int ward_approver_set_granular(struct ward_approver *approver,
 					   const struct ward_approval_granular *granular);

@@ -512,8 +512,7 @@ static int parse_granular(struct cli_run_args *a, const char *verb, const char *
 	return 0;
 }
 
-int cli_approval_option(struct cli_run_args *a, const char *verb, const char *name,
-			const char *arg)
+int cli_approval_option(struct cli_run_args *a, const char *verb, const char *name, const char *arg)
 {
 	enum ward_sandbox_permissions sp;
 	int r;
@@ -532,7 +531,8 @@ int cli_approval_option(struct cli_run_args *a, const char *verb, const char *na
 		return parse_granular(a, verb, arg);
 	if (strcmp(name, "rules") == 0) {
 		if (a->n_rules_files >= ELEMENTSOF(a->rules_files)) {
-			cli_errorf("%s: --rules: at most %zu files", verb, ELEMENTSOF(a->rules_files));
+			cli_errorf("%s: --rules: at most %zu files", verb,
+				   ELEMENTSOF(a->rules_files));
 			return -1;
 		}
 		a->rules_files[a->n_rules_files++] = arg;

@@ -48,7 +48,8 @@ struct ward__proc_spec {
 	const struct ward_policy *policy;
 	char *const *argv; /* copied by the spawn (the child's memory is a copy) */
 	const char *exec_path; /* the program when it is not argv[0] (argv[0] is then its arg0) */
-	const char *cwd; /* the command's directory when not the policy's cwd (not a writable root) */
+	const char
+		*cwd; /* the command's directory when not the policy's cwd (not a writable root) */
 	char *const *envp; /* NULL: the caller's environ */
 	bool tty; /* one pty for stdin, stdout and stderr */
 	unsigned short rows, cols; /* the pty's size; 0: 24x80 */

@@ -457,7 +457,8 @@ enum {
 	WARD_LAUNCH_STDOUT = 4,
 	WARD_LAUNCH_STDERR = 8,
 	WARD_LAUNCH_MEMFD = 16, /* the blob is in a memfd, the last descriptor */
-	WARD_LAUNCH_CWD = 32, /* the command's directory follows the program's path (or starts the blob) */
+	WARD_LAUNCH_CWD =
+		32, /* the command's directory follows the program's path (or starts the blob) */
 };
 struct ward__launch_msg {
 	uint32_t magic;

@@ -22,7 +22,8 @@ int ward__xs_build_policy(const struct ward_policy *tmpl, bool allow_unsandboxed
 
 	/* :project_roots: the sandbox's cwd (or the process's), then the workspace roots. */
 	if (scwd && ward__path_or_file_uri(scwd, &sandbox_cwd) < 0)
-		return ward__error(e, -EINVAL, "policy", "sandbox.cwd must be an absolute file: URI");
+		return ward__error(e, -EINVAL, "policy",
+				   "sandbox.cwd must be an absolute file: URI");
 	r = ward_policy_copy(tmpl, &p);
 	/*
 	 * The server's own policy keeps the server's workspace: a process's cwd

@@ -800,7 +800,7 @@ static bool until_met_waiting(struct call *c, const struct ward__capture *o)
 	if (o->ring_pos == 0)
 		return until_met(c, d + o->head_cap, o->buf.len - o->head_cap);
 	return until_met(c, d + o->head_cap + o->ring_pos, o->tail_cap - o->ring_pos) ||
-	       until_met(c, d + o->head_cap, o->ring_pos);
+		until_met(c, d + o->head_cap, o->ring_pos);
 }
 
 /* The call becomes the session's active one: deliver its input, arm its window. */
@@ -1185,8 +1185,8 @@ static int resolve_workdir(struct ward__sessions *s, const char *workdir, char *
 	return 0;
 }
 
-static int start_session(struct ward__sessions *s, const struct ward__exec_args *a,
-			 char *workdir, struct session **ret, struct ward_error *err)
+static int start_session(struct ward__sessions *s, const struct ward__exec_args *a, char *workdir,
+			 struct session **ret, struct ward_error *err)
 {
 	_cleanup_strv_free_ char **own_env = NULL;
 	struct ward__proc_spec spec = {0};
