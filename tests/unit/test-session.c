@@ -722,6 +722,28 @@ static char *run_in(struct ward__loop *l, struct ward__proc_pool *pool,
 	return run_in_dir(l, pool, pol, cmd, NULL, tty, ret_code, ret_warm);
 }
 
+/*
+ * attack fails in a sandbox built at its start (the prepared one was stale),
+ * then in the one prepared after it: never marker in the output.
+ */
+static void refused_cold_then_warm(struct ward__loop *l, struct ward__proc_pool *pool,
+				   const struct ward_policy *pol, const char *attack,
+				   const char *marker)
+{
+	for (int warm = 0; warm < 2; warm++) {
+		_cleanup_free_ char *out = NULL;
+		int code;
+		bool launched;
+
+		if (warm)
+			wait_ready(l, pool);
+		out = run_in(l, pool, pol, attack, false, &code, &launched);
+		ASSERT_EQ(launched, warm == 1);
+		ASSERT_NE(code, 0);
+		ASSERT_FALSE(strstr(out, marker) != NULL);
+	}
+}
+
 /* What a command sees of its sandbox, printed in a stable order. */
 static const char probe_script[] =
 	"echo \"argv: $0|$1|$FOO\"; pwd; id -u; "
@@ -906,17 +928,8 @@ TEST(prepared_sandbox_is_not_used_once_a_protected_entry_was_replaced)
 	ASSERT_OK(ward_policy_new(&pol));
 	ASSERT_OK(ward_policy_set_cwd(pol, dir));
 	ASSERT_OK(ward_policy_resolve(pol, NULL));
-	out = run_in(l, pool, pol, attack, false, &code, &launched);
-	ASSERT_FALSE(launched);
-	ASSERT_NE(code, 0);
-	ASSERT_FALSE(strstr(out, "WROTE") != NULL);
 	/* The next one is prepared on the new file, and holds it read-only as well. */
-	wait_ready(l, pool);
-	free(out);
-	out = run_in(l, pool, pol, attack, false, &code, &launched);
-	ASSERT_TRUE(launched);
-	ASSERT_NE(code, 0);
-	ASSERT_FALSE(strstr(out, "WROTE") != NULL);
+	refused_cold_then_warm(l, pool, pol, attack, "WROTE");
 	ASSERT_OK(ward__read_file(cfg, 4096, &host, NULL));
 	ASSERT_STREQ(host, "[core]\n\tbare = false\n");
 	ward__proc_pool_free(pool);
@@ -1033,17 +1046,8 @@ TEST(prepared_sandbox_is_not_used_once_the_host_detached_its_binds)
 	relink(deny, spare);
 	ward_policy_free(pol);
 	pol = relink_policy(dir, file, deny);
-	out = run_in(l, pool, pol, attack, false, &code, &launched);
-	ASSERT_FALSE(launched);
-	ASSERT_NE(code, 0);
-	ASSERT_FALSE(strstr(out, "SECRET") != NULL);
 	/* The next one, prepared after, holds both as a cold one does. */
-	wait_ready(l, pool);
-	free(out);
-	out = run_in(l, pool, pol, attack, false, &code, &launched);
-	ASSERT_TRUE(launched);
-	ASSERT_NE(code, 0);
-	ASSERT_FALSE(strstr(out, "SECRET") != NULL);
+	refused_cold_then_warm(l, pool, pol, attack, "SECRET");
 	ASSERT_OK(ward__read_file(file, 4096, &host, NULL));
 	ASSERT_STREQ(host, "kept\n");
 	ward__proc_pool_free(pool);
