@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Fuzzes the wire codecs of the filesystem methods (src/server/fswire.c):
+ * Fuzzes the wire codecs of the filesystem methods (src/execserver/fswire.c):
  * file: URIs, strict base64, lossy UTF-8, the URIs of results. The first
  * byte picks the codec; the rest is its input. Invariants checked:
  *
@@ -21,7 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "server/fswire.h"
+#include "execserver/fswire.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

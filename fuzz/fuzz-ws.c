@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Fuzzes the WebSocket server connection (src/server/ws.c) as a hostile
+ * Fuzzes the WebSocket server connection (src/transport/ws.c) as a hostile
  * client would: the input is what the client sends, through a socketpair,
  * cut into writes, while the test drives the connection as an event loop
  * would (interest, readable, writable) and reads whatever the server
@@ -29,7 +29,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "server/ws.h"
+#include "transport/ws.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

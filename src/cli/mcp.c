@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * `ward mcp`: the MCP server on stdio (src/server/mcp.c). Takes the policy and
+ * `ward mcp`: the MCP server on stdio (src/mcp). Takes the policy and
  * environment options of `ward run`, applied to every command it runs.
  */
 #include <getopt.h>
@@ -12,7 +12,7 @@
 
 #include "basic/util.h"
 #include "cli/cli.h"
-#include "server/mcp.h"
+#include "mcp/mcp.h"
 #include "session/session.h"
 
 static const char mcp_help[] =

@@ -3,12 +3,12 @@
  * ward-serve: the program `ward serve` runs (see meson.build for why it is a
  * program of its own). Its arguments are those of `ward serve`, except
  * "__fs-op": the server starts itself that way as the command of a sandbox,
- * to run one filesystem operation inside it (src/server/fshelper.c).
+ * to run one filesystem operation inside it (src/execserver/fshelper.c).
  */
 #include <string.h>
 
 #include "cli/cli.h"
-#include "server/fshelper.h"
+#include "execserver/fshelper.h"
 
 int main(int argc, char **argv)
 {

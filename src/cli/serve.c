@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * `ward serve`: the exec server (src/server/execserver.c) on stdio, on
+ * `ward serve`: the exec server (src/execserver) on stdio, on
  * WebSocket listeners (TCP on loopback) and on unix sockets, with a bearer
  * token by default. Takes the policy and environment options of `ward run`,
  * applied to processes whose request names no sandbox of its own.
@@ -20,8 +20,8 @@
 #include "basic/loop.h"
 #include "basic/util.h"
 #include "cli/cli.h"
-#include "server/execserver.h"
-#include "server/transport.h"
+#include "execserver/execserver.h"
+#include "transport/transport.h"
 
 static const char serve_help[] =
 	"Usage: ward serve [OPTIONS]\n"

@@ -9,7 +9,7 @@
 /*
  * An asynchronous sandboxed process, driven by an event loop: the building
  * block of interactive sessions (src/session) and of the exec server
- * (src/server). Where ward_run() owns its own loop and returns when the
+ * (src/execserver). Where ward_run() owns its own loop and returns when the
  * command is over, a proc hands its output to a callback as it is read, takes
  * stdin while it runs and reports its end, all from the caller's loop.
  *

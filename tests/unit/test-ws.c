@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The WebSocket server connection (src/server/ws.c), driven the way an event
+ * The WebSocket server connection (src/transport/ws.c), driven the way an event
  * loop drives it, against a raw client written here (over a socketpair:
  * every byte the server answers is read and checked, frame by frame) and
  * against a real one, python3-websockets, over loopback TCP. Nothing here
@@ -30,7 +30,7 @@
 static size_t write_cap; /* 0: sendmsg as it is */
 static ssize_t capped_sendmsg(int fd, const struct msghdr *mh, int flags);
 #define sendmsg capped_sendmsg
-#include "server/ws.c"
+#include "transport/ws.c"
 #undef sendmsg
 
 static ssize_t capped_sendmsg(int fd, const struct msghdr *mh, int flags)

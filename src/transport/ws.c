@@ -10,7 +10,7 @@
 
 #include <wslay/wslay.h>
 
-#include "server/ws.h"
+#include "transport/ws.h"
 
 enum phase {
 	PH_REQUEST, /* reading the HTTP request */

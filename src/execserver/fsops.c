@@ -40,14 +40,14 @@
 #include "basic/error.h"
 #include "basic/uri.h"
 #include "exec/proc.h"
+#include "execserver/fsargs.h"
+#include "execserver/fshelper.h"
+#include "execserver/fsimpl.h"
+#include "execserver/fsops.h"
+#include "execserver/fswire.h"
+#include "execserver/xpolicy.h"
 #include "policy/policy.h"
 #include "sandbox/sandbox.h"
-#include "server/fsargs.h"
-#include "server/fshelper.h"
-#include "server/fsimpl.h"
-#include "server/fsops.h"
-#include "server/fswire.h"
-#include "server/xpolicy.h"
 
 /* Codex's limits on file handles and blocks. */
 #define XFS_MAX_HANDLES 128u

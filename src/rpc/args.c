@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "basic/util.h"
-#include "server/args.h"
+#include "rpc/args.h"
 
 /* Refuses arguments the schema does not have (additionalProperties: false). */
 bool ward__check_keys(const json_t *args, const char *const *allowed, char *why, size_t size)

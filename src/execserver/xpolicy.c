@@ -6,8 +6,8 @@
 #include "basic/cleanup.h"
 #include "basic/error.h"
 #include "basic/uri.h"
+#include "execserver/xpolicy.h"
 #include "policy/policy.h"
-#include "server/xpolicy.h"
 
 int ward__xs_build_policy(const struct ward_policy *tmpl, bool allow_unsandboxed, json_t *params,
 			  const char *cwd, struct ward_policy **ret, bool *ret_sandboxed,

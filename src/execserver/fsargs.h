@@ -4,7 +4,7 @@
 #include <jansson.h>
 
 #include "basic/macro.h"
-#include "server/fswire.h"
+#include "execserver/fswire.h"
 
 /*
  * The parameters of the filesystem methods, checked as Codex checks them

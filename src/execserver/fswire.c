@@ -12,7 +12,7 @@
 #include "basic/buf.h"
 #include "basic/cleanup.h"
 #include "basic/util.h"
-#include "server/fswire.h"
+#include "execserver/fswire.h"
 
 /* ------------------------------------------------------------ errors */
 

@@ -3,7 +3,7 @@
 
 #include "basic/loop.h"
 #include "basic/macro.h"
-#include "server/transport.h"
+#include "transport/transport.h"
 #include "ward/ward.h"
 
 /*

@@ -21,11 +21,11 @@
 #include "basic/util.h"
 #include "approval/approval.h"
 #include "exec/exec.h"
+#include "mcp/mcp.h"
+#include "rpc/args.h"
 #include "rpc/jsonrpc.h"
-#include "server/args.h"
-#include "server/lineconn.h"
-#include "server/mcp.h"
 #include "session/session.h"
+#include "transport/lineconn.h"
 #include "ward-config.h"
 
 static const char *const supported_versions[] = {

@@ -10,8 +10,8 @@
 #include <string.h>
 
 #include "basic/buf.h"
-#include "server/fsargs.h"
-#include "server/fswire.h"
+#include "execserver/fsargs.h"
+#include "execserver/fswire.h"
 
 static int fail(struct ward__xfs_args *a, int code, const char *fmt, ...) _printf_(3, 4);
 static int fail(struct ward__xfs_args *a, int code, const char *fmt, ...)

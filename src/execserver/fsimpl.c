@@ -16,8 +16,8 @@
 #include <unistd.h>
 
 #include "basic/cleanup.h"
-#include "server/fsimpl.h"
-#include "server/fswire.h"
+#include "execserver/fsimpl.h"
+#include "execserver/fswire.h"
 
 /* ------------------------------------------------------------ results */
 

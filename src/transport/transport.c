@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Transports of `ward serve` (see transport.h): listeners for WebSocket over
- * TCP and over unix sockets, and connections over WebSocket (src/server/ws.c)
- * or newline-delimited stdio (src/server/lineconn.c), behind one interface.
+ * TCP and over unix sockets, and connections over WebSocket (ws.c)
+ * or newline-delimited stdio (lineconn.c), behind one interface.
  */
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -17,8 +17,8 @@
 #include "basic/cleanup.h"
 #include "basic/error.h"
 #include "basic/util.h"
-#include "server/lineconn.h"
-#include "server/transport.h"
+#include "transport/lineconn.h"
+#include "transport/transport.h"
 
 enum conn_kind {
 	CONN_LINES = 1,

@@ -42,13 +42,13 @@
 #include "basic/util.h"
 #include "exec/exec.h"
 #include "exec/proc.h"
+#include "execserver/execserver.h"
+#include "execserver/fsops.h"
+#include "execserver/xpolicy.h"
 #include "policy/policy.h"
+#include "rpc/args.h"
 #include "rpc/base64.h"
 #include "rpc/jsonrpc.h"
-#include "server/args.h"
-#include "server/execserver.h"
-#include "server/fsops.h"
-#include "server/xpolicy.h"
 #include "ward-config.h"
 
 /* Codex's error code for resuming a session another connection holds. */

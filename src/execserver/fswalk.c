@@ -14,8 +14,8 @@
 #include <sys/stat.h>
 
 #include "basic/cleanup.h"
-#include "server/fsimpl.h"
-#include "server/fswire.h"
+#include "execserver/fsimpl.h"
+#include "execserver/fswire.h"
 
 static void closep_dir(DIR **d)
 {

@@ -13,7 +13,7 @@
 #include "basic/buf.h"
 #include "basic/util.h"
 #include "rpc/lines.h"
-#include "server/lineconn.h"
+#include "transport/lineconn.h"
 
 #define LINECONN_READ_CHUNK ((size_t)64 << 10)
 

@@ -3,7 +3,7 @@
 
 #include "basic/loop.h"
 #include "basic/macro.h"
-#include "server/ws.h"
+#include "transport/ws.h"
 #include "ward/ward.h"
 
 /*

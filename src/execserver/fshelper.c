@@ -20,9 +20,9 @@
 
 #include "basic/cleanup.h"
 #include "basic/util.h"
+#include "execserver/fshelper.h"
+#include "execserver/fswire.h"
 #include "sandbox/sandbox.h"
-#include "server/fshelper.h"
-#include "server/fswire.h"
 
 #define REQ_MAGIC 0x31534657u /* "WFS1" */
 #define RES_MAGIC 0x31524657u /* "WFR1" */
