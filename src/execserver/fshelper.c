@@ -21,6 +21,7 @@
 #include "basic/cleanup.h"
 #include "basic/util.h"
 #include "execserver/fshelper.h"
+#include "execserver/fsimpl.h"
 #include "execserver/fswire.h"
 #include "sandbox/sandbox.h"
 

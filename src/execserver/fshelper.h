@@ -2,7 +2,7 @@
 #pragma once
 
 #include "basic/macro.h"
-#include "execserver/fsimpl.h"
+#include "execserver/fsreq.h"
 
 /*
  * The helper that runs one filesystem operation inside a sandbox (see

@@ -44,6 +44,7 @@
 #include "execserver/fshelper.h"
 #include "execserver/fsimpl.h"
 #include "execserver/fsops.h"
+#include "execserver/fsreq.h"
 #include "execserver/fswire.h"
 #include "execserver/xpolicy.h"
 #include "policy/policy.h"

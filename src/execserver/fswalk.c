@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * fs/walk (see fsimpl.h): breadth-first from the root, the names of each
- * directory sorted, each directory entered once (by device and inode, so a
- * symlink loop or a bind mount of an ancestor is listed but not entered),
- * within Codex's limits (depth, directories read, entries counted) and its
- * answer budget. A directory that cannot be read becomes an entry of
- * "errors" and the walk goes on.
+ * fs/walk (see fswalk.h; its caps are in fsreq.h): breadth-first from the
+ * root, the names of each directory sorted, each directory entered once (by
+ * device and inode, so a symlink loop or a bind mount of an ancestor is
+ * listed but not entered), within Codex's limits (depth, directories read,
+ * entries counted) and its answer budget. A directory that cannot be read
+ * becomes an entry of "errors" and the walk goes on.
  */
 #include <dirent.h>
 #include <fcntl.h>
@@ -14,7 +14,8 @@
 #include <sys/stat.h>
 
 #include "basic/cleanup.h"
-#include "execserver/fsimpl.h"
+#include "execserver/fsreq.h"
+#include "execserver/fswalk.h"
 #include "execserver/fswire.h"
 
 static void closep_dir(DIR **d)
