@@ -1,0 +1,160 @@
+/* SPDX-License-Identifier: MIT */
+#pragma once
+
+#include <jansson.h>
+
+#include "basic/buf.h"
+#include "basic/loop.h"
+#include "basic/macro.h"
+#include "exec/proc.h"
+#include "execserver/execserver.h"
+#include "rpc/jsonrpc.h"
+#include "transport/transport.h"
+#include "ward/ward.h"
+
+/*
+ * The exec server's objects (execserver.c describes them) and what its files
+ * share. The files stand one above the other, never calling back up:
+ *   execserver.c   sessions, initialize, dispatch, connections, the server
+ *   procmethods.c  process/start, process/read, write, signal, terminate
+ *   procs.c        a process: retained output, waiting reads, notifications
+ *   send.c         replies and notifications to a connection
+ * (the filesystem methods are fsops.c's, which execserver.c calls).
+ */
+
+struct xsession;
+struct xproc;
+
+struct xconn {
+	struct ward__xserver *srv;
+	struct ward__conn *c;
+	struct xsession *sess;
+	bool initialize_answered;
+	bool initialized; /* the initialized notification arrived */
+	bool overflowed; /* a reply did not fit in the send queue: the connection goes */
+	uint64_t abort_timer;
+	struct ward__xfs *fs; /* open file handles */
+	struct xfsop *fsops; /* filesystem requests being answered */
+	struct xconn *prev, *next;
+};
+
+/* A filesystem request running (in a sandbox) while its connection may go. */
+struct xfsop {
+	struct xfsop *next;
+	struct xconn *conn; /* NULL once the connection is gone */
+	struct ward__rpc_id id;
+};
+
+/* A process/read waiting for output. */
+struct xread {
+	struct xread *next;
+	struct xproc *proc;
+	struct xconn *conn;
+	struct ward__rpc_id id; /* str owned */
+	uint64_t after_seq;
+	size_t max_bytes;
+	uint64_t timer;
+};
+
+struct chunk {
+	uint64_t seq;
+	uint8_t stream; /* enum ward__proc_stream */
+	uint32_t len;
+	uint8_t *data;
+};
+
+struct xproc {
+	struct xsession *sess;
+	char *id;
+	char *id_json; /* the id as a JSON string, for the hand-built notifications */
+	struct ward__proc *proc;
+	struct ward_policy *policy;
+	bool sandboxed;
+	bool tty, pipe_stdin;
+	uint64_t seq; /* the last seq used */
+	/* Retention: a ring of chunks, oldest first. */
+	struct chunk *ring;
+	size_t ring_cap, ring_head, ring_len;
+	size_t retained_bytes;
+	struct xproc *lru_prev, *lru_next; /* in the server's retention order, while it retains */
+	bool in_lru;
+	bool exited, closed;
+	int exit_code;
+	int denied;
+	char *failure;
+	uint64_t remove_timer;
+	bool paused;
+	struct xread *reads;
+	size_t n_reads;
+	/* The writeIds seen, with their answers: a ring. */
+	char **write_ids;
+	size_t n_write_ids, write_pos;
+	struct xproc *prev, *next;
+};
+
+struct xsession {
+	struct ward__xserver *srv;
+	char id[37];
+	struct xconn *conn;
+	/* Sandboxes prepared for this session's policies, while one connection holds it. */
+	struct ward__proc_pool *pool;
+	uint64_t ttl_timer;
+	uint64_t detached_at; /* ward__now_ns() when its connection went, 0 while attached */
+	struct xproc *procs;
+	size_t n_procs;
+	struct xsession *prev, *next;
+};
+
+struct ward__xserver {
+	struct ward__loop *loop;
+	/*
+	 * Where process/output notifications are built, kept from one to the
+	 * next: a stream's chunks are hundreds of KiB, and a fresh buffer each
+	 * time is fresh pages each time.
+	 */
+	struct ward__buf notify_buf;
+	struct ward__xserver_config cfg;
+	struct ward_policy *policy;
+	struct ward_run_options *env;
+	struct ward__rpc_codec codec;
+	struct xconn *conns;
+	size_t n_conns;
+	struct xsession *sessions;
+	size_t n_sessions;
+	size_t n_procs;
+	/* Retained output of every process; processes that retain, least recent output first. */
+	size_t retained_total;
+	struct xproc *lru_head, *lru_tail;
+	char *cwd;
+};
+
+/* send.c: what goes to a connection (x may be NULL: nothing is sent). */
+WARD_INTERNAL void ward__xs_send_bytes(struct xconn *x, const struct ward__buf *b);
+WARD_INTERNAL void ward__xs_reply(struct xconn *x, const struct ward__rpc_id *id, json_t *result);
+WARD_INTERNAL void ward__xs_reply_error(struct xconn *x, const struct ward__rpc_id *id, int code,
+					const char *fmt, ...) _printf_(4, 5);
+WARD_INTERNAL void ward__xs_notify(struct xconn *x, const char *method, json_t *params);
+/* The loop timer that aborts a connection whose send queue overflowed. */
+WARD_INTERNAL void ward__xs_on_abort(struct ward__loop *l, void *userdata);
+
+/* procs.c: a process's life, from its proc's callbacks. */
+WARD_INTERNAL extern const struct ward__proc_ops ward__xs_proc_ops;
+WARD_INTERNAL struct xproc *ward__xs_proc_find(struct xsession *se, const char *id);
+/* Answers the reads still waiting, then frees everything of the process. */
+WARD_INTERNAL void ward__xs_proc_free(struct xproc *p);
+/* Stops (or resumes) reading the output of every process of a session. */
+WARD_INTERNAL void ward__xs_procs_pause(struct xsession *se, bool pause);
+/* Whether a process/read after after_seq has something to return now. */
+WARD_INTERNAL bool ward__xs_read_ready(struct xproc *p, uint64_t after_seq);
+/* The process/read result after after_seq, within max_bytes (0: no limit). */
+WARD_INTERNAL json_t *ward__xs_read_result(struct xproc *p, uint64_t after_seq, size_t max_bytes);
+/* The loop timer of a waiting read: it answers with what there is. */
+WARD_INTERNAL void ward__xs_on_read_timeout(struct ward__loop *l, void *userdata);
+WARD_INTERNAL void ward__xs_read_free(struct xread *r);
+
+/* procmethods.c: the process methods, on an initialized connection. */
+WARD_INTERNAL void ward__xs_handle_start(struct xconn *x, const struct ward__rpc_msg *m);
+WARD_INTERNAL void ward__xs_handle_read(struct xconn *x, const struct ward__rpc_msg *m);
+WARD_INTERNAL void ward__xs_handle_write(struct xconn *x, const struct ward__rpc_msg *m);
+WARD_INTERNAL void ward__xs_handle_signal(struct xconn *x, const struct ward__rpc_msg *m);
+WARD_INTERNAL void ward__xs_handle_terminate(struct xconn *x, const struct ward__rpc_msg *m);
