@@ -1,0 +1,164 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * A call's reply (see session.h): its text and JSON forms, as Codex's
+ * unified exec writes them, and the output cut to a token budget.
+ */
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "basic/buf.h"
+#include "basic/util.h"
+#include "session/session.h"
+
+/* ------------------------------------------------------------ replies */
+
+void ward__session_reply_free(struct ward__session_reply *r)
+{
+	if (!r)
+		return;
+	free(r->output);
+	for (size_t i = 0; i < r->n_denials; i++)
+		free(r->denials[i].target);
+	free(r->denials);
+	free(r->note);
+	free(r->error);
+	free(r);
+}
+
+static const char *denial_errno_name(int e)
+{
+	return e > 0 ? strerror(e) : "removed";
+}
+
+char *ward__session_reply_text(const struct ward__session_reply *r)
+{
+	struct ward__buf b;
+	int q;
+
+	ward__buf_init(&b, r->output_len + 64 * 1024 + (size_t)r->n_denials * 4200);
+	q = ward__buf_printf(&b, "Chunk ID: %s\nWall time: %.4f seconds\n", r->chunk_id,
+			     (double)r->wall_ns / 1e9);
+	if (q >= 0 && r->exited)
+		q = ward__buf_printf(&b, "Process exited with code %d\n", r->exit_code);
+	else if (q >= 0)
+		q = ward__buf_printf(&b, "Process running with session ID %d\n", r->session_id);
+	if (q >= 0)
+		q = ward__buf_printf(&b, "Original token count: %" PRIu64 "\n",
+				     r->original_token_count);
+	if (q >= 0 && r->note)
+		q = ward__buf_printf(&b, "Note: %s\n", r->note);
+	for (size_t i = 0; q >= 0 && i < r->n_denials; i++)
+		q = ward__buf_printf(&b, "Sandbox denied: %s %s%s%s (%s)\n", r->denials[i].access,
+				     r->denials[i].target, r->denials[i].syscall[0] ? " by " : "",
+				     r->denials[i].syscall, denial_errno_name(r->denials[i].error));
+	if (q >= 0 && r->denials_dropped)
+		q = ward__buf_printf(&b, "Sandbox denied: %zu more\n", r->denials_dropped);
+	if (q >= 0)
+		q = ward__buf_append_str(&b, "Output:\n");
+	if (q >= 0)
+		q = ward__buf_append(&b, r->output, r->output_len);
+	if (q < 0) {
+		ward__buf_release(&b);
+		return NULL;
+	}
+	return (char *)ward__buf_steal(&b, NULL);
+}
+
+json_t *ward__session_reply_json(const struct ward__session_reply *r)
+{
+	json_t *o = json_object(), *d;
+
+	if (!o)
+		return NULL;
+	json_object_set_new(o, "chunk_id", json_string(r->chunk_id));
+	json_object_set_new(o, "wall_time_seconds", json_real((double)r->wall_ns / 1e9));
+	if (r->exited)
+		json_object_set_new(o, "exit_code", json_integer(r->exit_code));
+	else
+		json_object_set_new(o, "session_id", json_integer(r->session_id));
+	json_object_set_new(o, "original_token_count",
+			    json_integer((json_int_t)r->original_token_count));
+	json_object_set_new(o, "output", ward__json_string_lossy(r->output, r->output_len));
+	json_object_set_new(o, "truncated", json_boolean(r->truncated));
+	if (r->denied >= 0)
+		json_object_set_new(o, "sandbox_denied", json_boolean(r->denied > 0));
+	else
+		json_object_set_new(o, "sandbox_denied", json_string("unavailable"));
+	if (r->denied < 0) {
+		/* Without an exact signal from the host, say so; never guess (as ward run --json). */
+		json_object_set_new(o, "denials", json_string("unavailable"));
+	} else {
+		d = json_array();
+		for (size_t i = 0; d && i < r->n_denials; i++) {
+			const struct ward__denial *x = &r->denials[i];
+			const char *ename = x->error > 0 ? strerrorname_np(x->error) : NULL;
+			json_t *e = json_object();
+
+			json_object_set_new(e, "access", json_string(x->access));
+			json_object_set_new(e, "syscall",
+					    x->syscall[0] ? json_string(x->syscall) : json_null());
+			if (x->error == 0)
+				json_object_set_new(e, "error", json_null());
+			else if (ename)
+				json_object_set_new(e, "error", json_string(ename));
+			else
+				json_object_set_new(e, "error", json_sprintf("errno %d", x->error));
+			json_object_set_new(e, "target",
+					    ward__json_string_lossy(x->target, strlen(x->target)));
+			json_array_append_new(d, e);
+		}
+		json_object_set_new(o, "denials", d ? d : json_array());
+	}
+	if (r->denials_dropped)
+		json_object_set_new(o, "denials_dropped",
+				    json_integer((json_int_t)r->denials_dropped));
+	if (r->note)
+		json_object_set_new(o, "note", ward__json_string_lossy(r->note, strlen(r->note)));
+	if (r->killed)
+		json_object_set_new(o, "killed", json_true());
+	return o;
+}
+
+/* ------------------------------------------------------------ truncation */
+
+char *ward__truncate_tokens(const char *s, size_t len, uint64_t max_tokens, size_t *ret_len,
+			    bool *ret_truncated)
+{
+	uint64_t budget = max_tokens > UINT64_MAX / 4 ? UINT64_MAX : max_tokens * 4;
+	size_t head, tail_start, removed;
+	char marker[64];
+	int m;
+	char *out;
+
+	*ret_truncated = false;
+	if (len <= budget) {
+		out = malloc(len + 1);
+		if (!out)
+			return NULL;
+		memcpy(out, s, len);
+		out[len] = '\0';
+		*ret_len = len;
+		return out;
+	}
+	/* Half the budget from each end, never splitting a UTF-8 sequence. */
+	head = (size_t)(budget / 2);
+	tail_start = len - (size_t)(budget - budget / 2);
+	while (head > 0 && ((unsigned char)s[head] & 0xc0) == 0x80)
+		head--;
+	while (tail_start < len && ((unsigned char)s[tail_start] & 0xc0) == 0x80)
+		tail_start++;
+	removed = tail_start - head;
+	m = snprintf(marker, sizeof(marker), "\xe2\x80\xa6%zu tokens truncated\xe2\x80\xa6",
+		     (removed + 3) / 4);
+	out = malloc(head + (size_t)m + (len - tail_start) + 1);
+	if (!out)
+		return NULL;
+	memcpy(out, s, head);
+	memcpy(out + head, marker, (size_t)m);
+	memcpy(out + head + (size_t)m, s + tail_start, len - tail_start);
+	*ret_len = head + (size_t)m + (len - tail_start);
+	out[*ret_len] = '\0';
+	*ret_truncated = true;
+	return out;
+}
