@@ -13,13 +13,13 @@
 #include "ward/ward.h"
 
 /*
- * The exec server's objects (execserver.c describes them) and what its files
+ * The exec server's objects (server.c describes them) and what its files
  * share. The files stand one above the other, never calling back up:
- *   execserver.c   sessions, initialize, dispatch, connections, the server
+ *   server.c       sessions, initialize, dispatch, connections, the server
  *   procmethods.c  process/start, process/read, write, signal, terminate
  *   procs.c        a process: retained output, waiting reads, notifications
  *   send.c         replies and notifications to a connection
- * (the filesystem methods are fsops.c's, which execserver.c calls).
+ * (the filesystem methods are fsops.c's, which server.c calls).
  */
 
 struct xsession;

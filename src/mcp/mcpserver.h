@@ -14,9 +14,9 @@
 #include "ward/ward.h"
 
 /*
- * The MCP server's state (mcp.c describes the server) and what its files
- * share. The files stand one above the other, never calling back up:
- *   mcp.c        lifecycle, dispatch, the connection, ward__mcp_serve()
+ * The MCP server's state (server.c describes the server) and what its
+ * files share. The files stand one above the other, never calling back up:
+ *   server.c     lifecycle, dispatch, the connection, ward__mcp_serve()
  *   calls.c      tools/call: the arguments, the session calls
  *   approvals.c  exec_command through the approver, elicitation
  *   schemas.c    tools/list

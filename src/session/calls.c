@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * A session's life and its calls (see store.h): the output a session holds
+ * A session's life and its calls (see calls.h): the output a session holds
  * for its next call, its end, and each call from its turn in the queue to
  * its reply (the yield window, `until`, the exit seen, progress).
  */
@@ -13,7 +13,7 @@
 #include "basic/error.h"
 #include "basic/util.h"
 #include "session/session.h"
-#include "session/store.h"
+#include "session/calls.h"
 
 /* ------------------------------------------------------------ helpers */
 

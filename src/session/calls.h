@@ -8,12 +8,12 @@
 #include "ward/ward.h"
 
 /*
- * The session store's objects (a call, a session, the store; session.c
- * describes them) and what its files share. The files stand one above the
- * other, never calling back up:
- *   session.c  the store: its creation and end, pruning, the calls' entry points
- *   calls.c    a session's life and its calls, from the queue to the reply
- *   reply.c    a reply's text and JSON forms, the token budget
+ * The session store's objects (a call, a session, the store; store.c
+ * describes them) and what calls.c offers store.c. The files of the folder
+ * stand one above the other, never calling back up, all on session.h:
+ *   store.c  the store: its creation and end, pruning, the calls' entry points
+ *   calls.c  a session's life and its calls, from the queue to the reply
+ *   reply.c  a reply's text and JSON forms, the token budget
  */
 
 enum call_kind {

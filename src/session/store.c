@@ -2,7 +2,7 @@
 /*
  * Interactive sessions (see session.h): the store, pruning, and the entry
  * points of the calls; a session's life and its calls are in calls.c, the
- * forms of a reply in reply.c (store.h says how they stand).
+ * forms of a reply in reply.c (calls.h says how they stand).
  *
  * A session is a proc plus what the calls need: the output since the last
  * call (a 1 MiB head+tail capture, so a flood costs 1 MiB and keeps both
@@ -22,7 +22,7 @@
 #include "basic/util.h"
 #include "policy/policy.h"
 #include "session/session.h"
-#include "session/store.h"
+#include "session/calls.h"
 
 static int64_t clamp(int64_t v, int64_t lo, int64_t hi)
 {

@@ -2,7 +2,8 @@
 /*
  * The MCP server (see mcp.h): lifecycle (initialize with version
  * negotiation, initialized, ping), tools/list, tools/call on the session
- * store, notifications/cancelled and progress notifications.
+ * store, notifications/cancelled and progress notifications. This file
+ * holds the lifecycle and the connection; mcpserver.h lists the others.
  *
  * Everything runs on one event loop: a tool call starts a session call and
  * returns; its result is sent when the session layer completes it, so any

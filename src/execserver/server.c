@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The exec server (see execserver.h and docs/protocol.md): Codex's
- * exec-server dialect of JSON-RPC over any transport.
+ * exec-server dialect of JSON-RPC over any transport. This file holds the
+ * sessions, initialize, the dispatch and the connections; xserver.h lists
+ * the others.
  *
  * Objects:
  *   - a connection (struct xconn) speaks for at most one exec session once
