@@ -2,6 +2,16 @@
 #pragma once
 
 /*
+ * DESIGN. src/basic/ is the floor every folder stands on: bounded buffers
+ * (buf.h), cleanup attributes and fds (cleanup.h), errors (error.h), paths
+ * and text helpers (util.h), file: URIs (uri.h), the event loop with its
+ * timers, signals and child reaping (loop.h), and these macros.
+ * One-way rule: it calls no other folder of ward (only the C library,
+ * jansson and the public types of include/ward/ward.h); every folder may
+ * call it.
+ */
+
+/*
  * Common macros. Every project header includes this one, and it includes banned.h
  * last, so any .c file that includes its system headers first (as STYLE.md asks)
  * gets the banned functions turned into compile errors.

@@ -1,6 +1,18 @@
 /* SPDX-License-Identifier: MIT */
 #pragma once
 
+/*
+ * DESIGN. src/execserver/ is `ward serve`: Codex's exec-server methods, the
+ * process methods (server.c on top, then procmethods.c, procs.c, send.c;
+ * the objects in xserver.h) and the filesystem methods (fsops.c, then
+ * fsargs.c, fshelper.c, fsimpl.c, fswalk.c, fsreq.c, fswire.c), the policy
+ * a request names (xpolicy.c), and ward's extensions to the protocol.
+ * One-way rule: it calls src/transport, src/rpc, src/exec, src/sandbox,
+ * src/policy and src/basic; never src/mcp, its sibling (what both need
+ * moves one floor down, as the checked arguments did to src/rpc). Only
+ * src/cli (ward-serve) calls it.
+ */
+
 #include "basic/loop.h"
 #include "basic/macro.h"
 #include "transport/transport.h"

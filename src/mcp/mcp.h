@@ -1,6 +1,18 @@
 /* SPDX-License-Identifier: MIT */
 #pragma once
 
+/*
+ * DESIGN. src/mcp/ is `ward mcp`, the Model Context Protocol server:
+ * lifecycle, dispatch and the connection (server.c on top), tools/call
+ * (calls.c), exec_command through the approver with its questions asked by
+ * elicitation (approvals.c), tools/list (schemas.c), the calls in flight
+ * (pending.c) and what goes to the client (send.c); the state they share
+ * is in mcpserver.h.
+ * One-way rule: it calls src/transport (the line connection), src/session,
+ * src/approval, src/rpc and src/basic; never src/execserver, its sibling.
+ * Only src/cli calls it.
+ */
+
 #include "basic/macro.h"
 #include "ward/ward.h"
 

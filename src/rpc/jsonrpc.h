@@ -1,6 +1,16 @@
 /* SPDX-License-Identifier: MIT */
 #pragma once
 
+/*
+ * DESIGN. src/rpc/ holds the pure codecs of the servers: JSON-RPC in both
+ * dialects (jsonrpc.h), newline framing (lines.h), the HTTP upgrade request
+ * (http.h), base64 (base64.h), and the checked JSON arguments of methods
+ * and tools (args.h). Bytes or JSON in, structures out: no I/O and no
+ * global state, so each is fuzzed as it stands (fuzz/).
+ * One-way rule: it calls only src/basic; src/transport, src/execserver and
+ * src/mcp call it.
+ */
+
 #include <jansson.h>
 
 #include "basic/buf.h"

@@ -1,6 +1,16 @@
 /* SPDX-License-Identifier: MIT */
 #pragma once
 
+/*
+ * DESIGN. src/session/ owns interactive sessions, Codex's unified exec: the
+ * store of sessions (store.c on top), each session's life and its calls
+ * from the queue to the reply (calls.c, its objects in calls.h), and the
+ * forms of a reply (reply.c).
+ * One-way rule: it calls src/exec, src/policy and src/basic; never a
+ * server. src/mcp calls it, and hears from it only through the callbacks
+ * a call carries (ward__session_done_fn, ward__session_progress_fn).
+ */
+
 #include <jansson.h>
 
 #include "basic/loop.h"

@@ -1,6 +1,18 @@
 /* SPDX-License-Identifier: MIT */
 #pragma once
 
+/*
+ * DESIGN. src/transport/ owns how messages reach a server and leave it:
+ * newline-delimited connections (lineconn.c), one WebSocket connection
+ * (ws.c), and behind one interface (this header) the listeners on loopback
+ * TCP or a unix socket, their bearer-token authentication and the
+ * connections they accept (transport.c). It knows messages, never methods.
+ * One-way rule: it calls src/rpc and src/basic. The servers above it
+ * (src/execserver, src/mcp) call it, and hear from it only through the
+ * callbacks they hand down (struct ward__conn_handler,
+ * struct ward__lineconn_ops).
+ */
+
 #include "basic/loop.h"
 #include "basic/macro.h"
 #include "transport/ws.h"
