@@ -25,6 +25,8 @@
 
 #include "rpc/args.h"
 
+/* ------------------------------------------------------------ small helpers */
+
 /* Strict base64 (RFC 4648, padded): -EINVAL for anything else. */
 static int b64_decode(const char *s, size_t len, uint8_t **ret, size_t *ret_len)
 {

@@ -18,6 +18,8 @@
 
 #include "rpc/base64.h"
 
+/* ------------------------------------------------------------ small helpers */
+
 static char *b64_encode(const void *data, size_t len, size_t *ret_len)
 {
 	size_t n = ward__base64_encoded_len(len);

@@ -50,6 +50,8 @@
 /* Codex's error code for resuming a session another connection holds. */
 #define XS_SESSION_ATTACHED (-32010)
 
+/* ------------------------------------------------------------ small helpers */
+
 static void uuid_v4(char out[37])
 {
 	uint8_t b[16];

@@ -12,6 +12,8 @@
 #include "rpc/args.h"
 #include "session/session.h"
 
+/* ------------------------------------------------------------ tools: calls */
+
 static void on_session_done(struct ward__session_reply *r, void *userdata)
 {
 	struct pending *p = userdata;

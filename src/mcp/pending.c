@@ -13,6 +13,8 @@
 #include "rpc/jsonrpc.h"
 #include "session/session.h"
 
+/* ------------------------------------------------------------ the calls in flight */
+
 static void approval_free(struct mcp *m, struct approval *ap)
 {
 	if (!ap)

@@ -24,6 +24,8 @@
 #include "session/session.h"
 #include "session/calls.h"
 
+/* ------------------------------------------------------------ small helpers */
+
 static int64_t clamp(int64_t v, int64_t lo, int64_t hi)
 {
 	return v < lo ? lo : v > hi ? hi : v;
