@@ -183,30 +183,39 @@ static int handle_option(int c, const char *arg, void *userdata)
 	}
 }
 
-/* The default token file: per user, in a directory only the user can enter. */
+/*
+ * The default token file: per user, in a directory only the user can enter.
+ * Without XDG_RUNTIME_DIR (a container, su, CI, ssh without a login session)
+ * it lives under ~/.local/state, which a new account does not have yet: the
+ * missing directories are made (0700), as the audit log's are.
+ */
 static char *default_token_file(void)
 {
 	const char *rt = getenv("XDG_RUNTIME_DIR"), *home = getenv("HOME");
-	char *dir = NULL, *path = NULL;
+	_cleanup_free_ char *dir = NULL;
+	char *path = NULL;
+	int r;
 
 	if (rt && rt[0] == '/') {
 		if (asprintf(&dir, "%s/ward", rt) < 0)
 			return NULL;
 	} else if (home && home[0] == '/') {
-		_cleanup_free_ char *state = NULL;
-
-		if (asprintf(&state, "%s/.local/state", home) < 0)
-			return NULL;
-		mkdir(state, 0700);
-		if (asprintf(&dir, "%s/ward", state) < 0)
+		if (asprintf(&dir, "%s/.local/state/ward", home) < 0)
 			return NULL;
 	} else {
+		cli_errorf("serve: no place for the token file (neither XDG_RUNTIME_DIR nor HOME "
+			   "is set): give --token-file FILE (or --no-auth)");
 		return NULL;
 	}
-	mkdir(dir, 0700);
+	r = ward__mkdir_parents(dir, 0700);
+	if (r < 0) {
+		cli_errorf("serve: cannot create the token file's directory '%s': %s (hint: give "
+			   "--token-file FILE)",
+			   dir, strerror(-r));
+		return NULL;
+	}
 	if (asprintf(&path, "%s/serve.token", dir) < 0)
-		path = NULL;
-	free(dir);
+		cli_errorf("serve: out of memory");
 	return path;
 }
 
@@ -347,8 +356,8 @@ int cli_serve(int argc, char **argv)
 	if (need_token && !s.no_auth) {
 		token_path = s.token_file ? strdup(s.token_file) : default_token_file();
 		if (!token_path) {
-			cli_errorf("serve: no place for the token file: give --token-file FILE "
-				   "(or --no-auth)");
+			if (s.token_file)
+				cli_errorf("serve: out of memory");
 			goto out;
 		}
 		token = load_token(token_path);

@@ -233,9 +233,33 @@ static bool is_permission_profile(json_t *root)
 		 strcmp(t, "external") == 0);
 }
 
+/*
+ * How many entries merging from into into would add: the distinct ones not
+ * there yet. The cap is on the merged list, so a document loaded twice (its
+ * paths all there already) adds nothing and cannot exceed it.
+ */
+static size_t count_new(const struct ward__strv *into, const struct ward__strv *from)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < from->n; i++) {
+		bool seen = ward__strv_contains(into, from->v[i]);
+
+		for (size_t j = 0; j < i && !seen; j++)
+			seen = strcmp(from->v[j], from->v[i]) == 0;
+		n += !seen;
+	}
+	return n;
+}
+
+static bool merge_fits(const struct ward__strv *into, const struct ward__strv *from)
+{
+	return into->n + count_new(into, from) <= WARD_POLICY_MAX_PATHS;
+}
+
 static int merge_list(struct ward__strv *into, const struct ward__strv *from)
 {
-	if (into->n + from->n > WARD_POLICY_MAX_PATHS)
+	if (!merge_fits(into, from))
 		return -E2BIG;
 	for (size_t i = 0; i < from->n; i++) {
 		int r;
@@ -288,10 +312,8 @@ WARD_PUBLIC int ward_policy_load_json(struct ward_policy *p, const char *json, s
 		goto out;
 
 	/* Lists first: a cap error must leave the policy as it was. */
-	if (p->writable.n + x.writable.n > WARD_POLICY_MAX_PATHS ||
-	    p->protect.n + x.protect.n > WARD_POLICY_MAX_PATHS ||
-	    p->deny_read.n + x.deny_read.n > WARD_POLICY_MAX_PATHS ||
-	    p->unix_sockets.n + x.sockets.n > WARD_POLICY_MAX_PATHS) {
+	if (!merge_fits(&p->writable, &x.writable) || !merge_fits(&p->protect, &x.protect) ||
+	    !merge_fits(&p->deny_read, &x.deny_read) || !merge_fits(&p->unix_sockets, &x.sockets)) {
 		r = ward__error(err, -E2BIG, "policy",
 				"policy '%s': more than %d paths in one list", origin,
 				WARD_POLICY_MAX_PATHS);

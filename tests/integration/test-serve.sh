@@ -95,6 +95,40 @@ t_refusals_at_start() {
 	assert_eq "$(out)" ok "the remote-capable listener serves"
 }
 
+# A first run with no XDG_RUNTIME_DIR (a container, su, CI) and a new account's
+# home without ~/.local: the token's directories are made, 0700.
+t_first_run_token_dir() {
+	local home=$T/newhome
+	mkdir -p "$home"
+	chmod 755 "$home"
+	env -u XDG_RUNTIME_DIR HOME="$home" "$WARD" serve --listen ws://127.0.0.1:0 \
+		>"$T/.run/serve.out" 2>"$T/.run/serve.err" &
+	SPID=$!
+	BG_PIDS+=("$SPID")
+	wait_for grep -q . "$T/.run/serve.out" || fail "ward serve printed no URL: $(cat "$T/.run/serve.err")"
+	URL=$(head -n 1 "$T/.run/serve.out")
+	local tok=$home/.local/state/ward/serve.token
+	[ -f "$tok" ] || fail "no token file at $tok"
+	assert_eq "$(stat -c %a "$tok")" 600 "the token file is 0600"
+	assert_eq "$(stat -c %a "$home/.local/state/ward")" 700 "its directory is 0700"
+	assert_eq "$(stat -c %a "$home/.local/state")" 700 "~/.local/state is made 0700"
+	client run "$URL" "$(cat "$tok")"
+	assert_eq "$(out)" ok "the server made on a first run serves with its token"
+	kill "$SPID"
+	wait "$SPID" 2>/dev/null
+	# A file where the directory should be: one line naming it, 125.
+	local home2=$T/newhome2
+	mkdir -p "$home2"
+	: >"$home2/.local"
+	LAST_CMD="ward serve (HOME/.local is a file)"
+	env -u XDG_RUNTIME_DIR HOME="$home2" timeout 10 "$WARD" serve --listen ws://127.0.0.1:0 \
+		</dev/null >"$T/.run/stdout" 2>"$T/.run/stderr"
+	WRC=$?
+	expect_rc 125
+	expect_one_line_error
+	assert_stderr_has "$home2/.local/state/ward"
+}
+
 t_unix_socket() {
 	local sock=$T/s.sock
 	: >"$T/plain"
@@ -349,6 +383,7 @@ EOS
 
 tcase "token file, bearer authentication, Origin refused, readyz" t_token_and_origin
 tcase "bad start-up options are refused with one line (125)" t_refusals_at_start
+tcase "a first run without XDG_RUNTIME_DIR or ~/.local: the token's directory is made" t_first_run_token_dir
 tcase "unix socket listener (0600, stale socket replaced)" t_unix_socket
 tcase "connections beyond --max-connections get 503" t_max_connections
 tcase "100 connections dropped mid-request: server carries on, nothing left" t_dropped_connections
