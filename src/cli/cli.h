@@ -43,7 +43,7 @@ struct cli_run_args {
 	size_t n_prefix_rule;
 };
 
-/* What a plain run reports for the approval runner (run.c). */
+/* What a plain run reports for the approval runner (run-plain.c). */
 struct cli_run_report {
 	int exit_code;
 	bool timed_out;
@@ -92,7 +92,7 @@ int cli_parse_server_args(int argc, char **argv, const char *verb,
 
 int cli_run(int argc, char **argv);
 /*
- * The plain (stdio straight through) run of a->argv under policy (resolved
+ * The plain (stdio straight through) run of a->argv (run-plain.c) under policy (resolved
  * here when it is not); with rep, the sandbox's denials are observed and
  * reported. Returns ward's exit status for the run.
  */
