@@ -504,12 +504,13 @@ WARD_INTERNAL void ward__sandbox_close(struct ward__sandbox *sb);
 WARD_INTERNAL void ward__sandbox_release_exiting(struct ward__sandbox *sb);
 
 /*
- * Kills every descendant of root (not root itself) found through /proc, a few
- * rounds to catch forks in between. Used only without a pid namespace.
+ * kill-tree.c: kills every descendant of root (not root itself) found through
+ * /proc, a few rounds to catch forks in between. Used only without a pid
+ * namespace.
  */
 WARD_INTERNAL void ward__kill_tree(pid_t root);
 
-/* Passes one fd over a unix socket (SCM_RIGHTS). Async-signal-safe. */
+/* fdpass.c: passes one fd over a unix socket (SCM_RIGHTS). Async-signal-safe. */
 WARD_INTERNAL int ward__send_fd(int sock, int fd);
 /* Receives one fd (made O_CLOEXEC); -EPIPE when the peer closed without sending. */
 WARD_INTERNAL int ward__recv_fd(int sock);
