@@ -210,10 +210,13 @@ struct ward__msg_dropped {
 	uint32_t count;
 };
 
-/* Writes one message; async-signal-safe. Errors are ignored (the reader may be gone). */
+/*
+ * Writes one message (supervise-notify.c); async-signal-safe. Errors are
+ * ignored (the reader may be gone).
+ */
 WARD_INTERNAL void ward__report(int fd, uint32_t type, const void *payload, uint32_t len);
 
-/* ------------------------------------------------------------ guard (guard.c) */
+/* ------------------------------------------------------------ guard (guard*.c) */
 
 /*
  * Bounds of what the fallback's guard keeps to restore protected paths: a
@@ -295,7 +298,7 @@ struct ward__init_leases {
 	size_t n;
 };
 
-/* ------------------------------------------------------------ supervisor (supervise.c) */
+/* ------------------------------------------------------------ supervisor (supervise*.c) */
 
 /*
  * Runs in the sandbox's init (which has no seccomp filter), answering the
@@ -327,7 +330,7 @@ WARD_INTERNAL int ward__supervisor_handle(struct ward__supervisor *s);
 WARD_INTERNAL void ward__supervisor_flush(struct ward__supervisor *s);
 WARD_INTERNAL void ward__supervisor_release(struct ward__supervisor *s);
 
-/* ------------------------------------------------------------ spawning (spawn.c, mounts.c, init.c) */
+/* ------------------------------------------------------------ spawning (spawn.c, child.c, init.c) */
 
 #define WARD_MAX_KEEP_FDS 64
 #define WARD_MAX_DENIALS 256 /* per run; more are counted, not kept */
@@ -415,6 +418,9 @@ struct ward__sandbox {
  */
 WARD_INTERNAL int ward__sandbox_spawn(const struct ward__spawn_opts *o, struct ward__sandbox *ret,
 				      struct ward_error *err);
+
+/* ------------------------------------------------------------ prepared sandboxes (prepare.c) */
+
 /*
  * Prepared sandboxes, for a server: everything of a sandbox but the command
  * is built ahead (namespaces, mount view, loopback, the Landlock ruleset, the
@@ -469,6 +475,8 @@ struct ward__launch_msg {
 	uint16_t rows, cols; /* a tty's window size, 0: as prepared */
 	/* the blob follows, unless WARD_LAUNCH_MEMFD */
 };
+
+/* ------------------------------------------------------------ a started sandbox (handle.c) */
 
 /* Reads pending report messages (non-blocking). Returns 0, or -errno. EOF sets *ret_eof. */
 WARD_INTERNAL int ward__sandbox_read_reports(struct ward__sandbox *sb, bool *ret_eof);

@@ -470,7 +470,7 @@ static bool host_permits(const struct ward__supervisor_priv *pv, int fd, enum pe
  * /dev and /proc are ward's own (a tmpfs, a fresh procfs) and writable as
  * far as the sandbox is concerned; their failures are never reported. A
  * protected path that does not exist yet is not refused by the kernel (the
- * guard in spawn.c handles its creation), so it is not predicted here.
+ * guard in guard.c handles its creation), so it is not predicted here.
  */
 static int predict_write(const struct ward__supervisor *s, const struct ward__supervisor_priv *pv,
 			 const char *path, bool ro, bool busy, bool landlock, int perm_fd,
