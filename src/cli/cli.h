@@ -1,4 +1,17 @@
 /* SPDX-License-Identifier: MIT */
+/*
+ * DESIGN: src/cli owns the `ward` command line: one file per verb (run.c,
+ * with run-plain.c, run-json.c and approve.c beneath it; policy.c and
+ * policy-rules.c; doctor.c; audit.c; mcp.c; serve.c and serve-main.c, the
+ * ward-serve program), the options the verbs share (options.c), questions
+ * on the terminal (ask.c) and main.c. It alone prints errors and chooses
+ * exit statuses.
+ *
+ * It is the top floor: it may call any folder (src/server, src/session,
+ * src/approval, src/rules, src/exec, src/sandbox, src/policy, src/basic, and
+ * libward's API), and no folder calls it (the one-way rule of DESIGN.md).
+ * Within it a verb's file calls the files beneath it, never the reverse.
+ */
 #pragma once
 
 #include <getopt.h>

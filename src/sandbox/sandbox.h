@@ -1,4 +1,20 @@
 /* SPDX-License-Identifier: MIT */
+/*
+ * DESIGN: src/sandbox owns the sandbox itself, below any notion of a run's
+ * output or of who asked for it: what the host gives (features.c), the
+ * clone into new namespaces or the fallback without them (spawn.c, child.c,
+ * prepare.c), the mount view (mounts.c), Landlock (landlock.c), the seccomp
+ * filter and its supervisor (seccomp*.c, supervise*.c), the guard of
+ * protected paths no mount protects (guard*.c), the sandbox's init (init.c)
+ * and ward's handle on a started sandbox: reports, kill, wait, release
+ * (handle.c, kill-tree.c, fdpass.c).
+ *
+ * It may call src/policy and src/basic only (and use the types of
+ * include/ward/ward.h). src/exec and everything above call it; it calls none
+ * of them (the one-way rule of DESIGN.md). Inside the folder no two files
+ * call each other either: what a group of files shares sits one floor down
+ * (spawn-state.h and handle.c, guard-state.h, supervise-notify.c).
+ */
 #pragma once
 
 #include <limits.h>
