@@ -10,9 +10,9 @@
  * policy a slot, so that the next start with it is warm.
  *
  * What makes a prepared sandbox as good as a cold one:
- *   - it is the same sandbox (spawn.c builds it with the same code, only
- *     earlier), and it is used once: taken out of the pool by the start that
- *     runs in it, never put back;
+ *   - it is the same sandbox (prepare.c builds it with a cold start's code,
+ *     child.c, only earlier), and it is used once: taken out of the pool by
+ *     the start that runs in it, never put back;
  *   - it is used only when the policy resolved at the start has the
  *     fingerprint it was built for: the same roots, protected paths, git
  *     directories, deny-read paths, sockets, network and mode, and the same
