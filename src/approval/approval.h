@@ -1,4 +1,17 @@
 /* SPDX-License-Identifier: MIT */
+/*
+ * DESIGN: src/approval owns the approvals: the step machine that decides
+ * from the rules and the approval mode, asks, runs and may retry outside
+ * the sandbox (approval.c), libward's approver and request objects and the
+ * blocking driver (approver.c), the "for this session" answers (cache.c) and
+ * the audit log (audit.c).
+ *
+ * It may call src/exec, src/rules, src/policy and src/basic (and
+ * include/ward/ward.h). src/server and src/cli call it; it calls none of
+ * them (the one-way rule of DESIGN.md): a person is asked only by the front
+ * end, which the step machine hands an ASK action, or through the callback
+ * passed down to ward_run_with_approval().
+ */
 #pragma once
 
 #include "basic/macro.h"
@@ -27,7 +40,7 @@
  * ward__approval_step_free(). The step functions never wait for a person or a
  * process; they do small synchronous filesystem work: resolving the policy of
  * a widened or unsandboxed run, appending the audit line, persisting an
- * approved rule. ward_run_with_approval() (run.c) drives the same machine
+ * approved rule. ward_run_with_approval() (approver.c) drives the same machine
  * with a synchronous callback and ward_run().
  *
  * Differences from Codex, on purpose (docs/approvals.md): a retry outside the

@@ -56,6 +56,19 @@ char *ward__path_join(const char *a, const char *b)
 	return r;
 }
 
+const char *ward__path_split(const char *path, char *buf, size_t size, const char **ret_name)
+{
+	const char *slash = strrchr(path, '/');
+	size_t n = (size_t)(slash - path);
+
+	if (!slash || n + 1 >= size)
+		return NULL;
+	memcpy(buf, path, n ? n : 1);
+	buf[n ? n : 1] = '\0';
+	*ret_name = slash + 1;
+	return buf;
+}
+
 int ward__mkdir_parents(const char *dir, mode_t mode)
 {
 	_cleanup_free_ char *p = strdup(dir);

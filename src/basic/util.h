@@ -13,6 +13,13 @@ WARD_INTERNAL bool ward__path_under(const char *path, const char *prefix);
 WARD_INTERNAL size_t ward__path_depth(const char *path);
 /* Returns a malloc()ed "a/b" (no doubled slash), or NULL on ENOMEM. */
 WARD_INTERNAL char *ward__path_join(const char *a, const char *b);
+/*
+ * The directory and the last component of a canonical absolute path: the
+ * directory into buf ("/" for a name in the root), *ret_name into path.
+ * Returns buf, or NULL when path has no '/' or its directory does not fit.
+ */
+WARD_INTERNAL const char *ward__path_split(const char *path, char *buf, size_t size,
+					   const char **ret_name);
 /* Makes path absolute against the current directory and removes "." / ".." / "//"
  * lexically (no symlink resolution). malloc()ed, NULL with errno set on error. */
 WARD_INTERNAL char *ward__path_absolute(const char *path);

@@ -22,41 +22,6 @@
 #include "exec/exec.h"
 #include "sandbox/sandbox.h"
 
-/* ------------------------------------------------------------ the plain run's report */
-
-void cli_run_report_fill(struct cli_run_report *rep, const struct ward__sandbox *sb, int code,
-			 bool timed_out)
-{
-	size_t n = sb->n_denials;
-
-	rep->exit_code = code;
-	rep->timed_out = timed_out;
-	rep->denied = sb->guard_tripped || sb->n_denials > 0 || sb->denials_dropped > 0;
-	rep->denials_dropped = sb->denials_dropped;
-	rep->denials = calloc(n ? n : 1, sizeof(*rep->denials));
-	if (!rep->denials) {
-		rep->denials_dropped += n;
-		return;
-	}
-	for (size_t i = 0; i < n; i++) {
-		rep->denials[i] = sb->denials[i];
-		rep->denials[i].target = strdup(sb->denials[i].target ? sb->denials[i].target : "");
-		if (!rep->denials[i].target) {
-			rep->denials_dropped += n - i;
-			break;
-		}
-		rep->n_denials++;
-	}
-}
-
-void cli_run_report_release(struct cli_run_report *rep)
-{
-	for (size_t i = 0; i < rep->n_denials; i++)
-		free(rep->denials[i].target);
-	free(rep->denials);
-	*rep = (struct cli_run_report){0};
-}
-
 /* ------------------------------------------------------------ the runner */
 
 /* The "approval" member of the JSON output. */

@@ -1,4 +1,17 @@
 /* SPDX-License-Identifier: MIT */
+/*
+ * DESIGN: src/cli owns the `ward` command line: one file per verb (run.c,
+ * with run-plain.c, run-json.c and approve.c beneath it; policy.c and
+ * policy-rules.c; doctor.c; audit.c; mcp.c; serve.c and serve-main.c, the
+ * ward-serve program), the options the verbs share (options.c), questions
+ * on the terminal (ask.c) and main.c. It alone prints errors and chooses
+ * exit statuses.
+ *
+ * It is the top floor: it may call any folder (src/server, src/session,
+ * src/approval, src/rules, src/exec, src/sandbox, src/policy, src/basic, and
+ * libward's API), and no folder calls it (the one-way rule of DESIGN.md).
+ * Within it a verb's file calls the files beneath it, never the reverse.
+ */
 #pragma once
 
 #include <getopt.h>
@@ -43,7 +56,7 @@ struct cli_run_args {
 	size_t n_prefix_rule;
 };
 
-/* What a plain run reports for the approval runner (run.c). */
+/* What a plain run reports for the approval runner (run-plain.c). */
 struct cli_run_report {
 	int exit_code;
 	bool timed_out;
@@ -92,7 +105,7 @@ int cli_parse_server_args(int argc, char **argv, const char *verb,
 
 int cli_run(int argc, char **argv);
 /*
- * The plain (stdio straight through) run of a->argv under policy (resolved
+ * The plain (stdio straight through) run of a->argv (run-plain.c) under policy (resolved
  * here when it is not); with rep, the sandbox's denials are observed and
  * reported. Returns ward's exit status for the run.
  */

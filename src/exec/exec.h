@@ -1,4 +1,18 @@
 /* SPDX-License-Identifier: MIT */
+/*
+ * DESIGN: src/exec owns running a command in a sandbox and handing its
+ * results back: the captured run with its timeout and head+tail capped
+ * output (exec.c, capture.c), the command's environment (env.c), the JSON
+ * form of a result (result-json.c), the asynchronous process an event loop
+ * drives (proc.c, proc.h) and its pool of prepared sandboxes (pool.c,
+ * pool.h).
+ *
+ * It may call src/sandbox, src/policy and src/basic (and include/ward/ward.h
+ * for the public types). src/session, src/approval, src/server and src/cli
+ * call it; it calls none of them (the one-way rule of DESIGN.md). The owner
+ * of a proc hears from it only through the callbacks it passed down (struct
+ * ward__proc_ops).
+ */
 #pragma once
 
 #include <jansson.h>
@@ -8,12 +22,6 @@
 #include "basic/macro.h"
 #include "sandbox/sandbox.h"
 #include "ward/ward.h"
-
-/*
- * The exec engine: captured runs (exec.c), their output capture (capture.c),
- * the command's environment (env.c) and the JSON form of a result
- * (result-json.c).
- */
 
 /* ------------------------------------------------------------ limits */
 

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Prepared sandboxes (see struct ward__proc_pool in proc.h).
+ * Prepared sandboxes (see struct ward__proc_pool in pool.h).
  *
  * A pool has a few slots, one per (policy fingerprint, tty, observe_fs) its
  * owner started a process with. A slot holds at most one sandbox, being
@@ -10,9 +10,9 @@
  * policy a slot, so that the next start with it is warm.
  *
  * What makes a prepared sandbox as good as a cold one:
- *   - it is the same sandbox (spawn.c builds it with the same code, only
- *     earlier), and it is used once: taken out of the pool by the start that
- *     runs in it, never put back;
+ *   - it is the same sandbox (prepare.c builds it with a cold start's code,
+ *     child.c, only earlier), and it is used once: taken out of the pool by
+ *     the start that runs in it, never put back;
  *   - it is used only when the policy resolved at the start has the
  *     fingerprint it was built for: the same roots, protected paths, git
  *     directories, deny-read paths, sockets, network and mode, and the same
@@ -47,7 +47,7 @@
 #include "basic/cleanup.h"
 #include "basic/error.h"
 #include "basic/util.h"
-#include "exec/proc.h"
+#include "exec/pool.h"
 #include "policy/policy.h"
 
 /* Slots (policies) a pool keeps a sandbox ready for; the least recently used goes first. */
@@ -196,6 +196,28 @@ static bool sb_mounts_changed(const struct slot *s)
 		return true;
 	/* mountinfo is always readable (POLLIN); a change adds POLLPRI and POLLERR. */
 	return poll(&pfd, 1, 0) < 0 || (pfd.revents & (POLLPRI | POLLERR | POLLNVAL));
+}
+
+/* ------------------------------------------------------------ abandoned sandboxes */
+
+void ward__proc_abandon_sandbox(struct ward__loop *l, struct ward__sandbox *sb)
+{
+	int dup;
+
+	ward__sandbox_kill(sb);
+	if (sb->pidfd < 0 || !sb->priv) {
+		ward__sandbox_release(sb);
+		return;
+	}
+	/*
+	 * init dies from the kill above; the loop reaps it when it is gone (its
+	 * namespaces' teardown must not stall everyone else).
+	 */
+	dup = fcntl(sb->pidfd, F_DUPFD_CLOEXEC, 3);
+	if (dup >= 0 && ward__loop_reap(l, dup, NULL, NULL) >= 0)
+		ward__sandbox_release_exiting(sb);
+	else
+		ward__sandbox_release(sb);
 }
 
 /* ------------------------------------------------------------ slots */

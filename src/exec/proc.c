@@ -809,26 +809,6 @@ void ward__proc_set_userdata(struct ward__proc *p, void *userdata)
 
 /* ------------------------------------------------------------ free */
 
-void ward__proc_abandon_sandbox(struct ward__loop *l, struct ward__sandbox *sb)
-{
-	int dup;
-
-	ward__sandbox_kill(sb);
-	if (sb->pidfd < 0 || !sb->priv) {
-		ward__sandbox_release(sb);
-		return;
-	}
-	/*
-	 * init dies from the kill above; the loop reaps it when it is gone (its
-	 * namespaces' teardown must not stall everyone else).
-	 */
-	dup = fcntl(sb->pidfd, F_DUPFD_CLOEXEC, 3);
-	if (dup >= 0 && ward__loop_reap(l, dup, NULL, NULL) >= 0)
-		ward__sandbox_release_exiting(sb);
-	else
-		ward__sandbox_release(sb);
-}
-
 static void proc_destroy(struct ward__proc *p)
 {
 	struct ward__loop *l = p->loop;

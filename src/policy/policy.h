@@ -1,4 +1,15 @@
 /* SPDX-License-Identifier: MIT */
+/*
+ * DESIGN: src/policy owns the policy model: what a sandbox may write, read
+ * and reach, and why a path is protected (policy.c, policy-copy.c), its JSON
+ * forms, ward's own and Codex's (policy-json.c, profile.c), and its
+ * resolution against the host's real paths (resolve.c). It starts nothing
+ * and confines nothing.
+ *
+ * It may call src/basic only (and include/ward/ward.h). Every folder above
+ * reads it, src/sandbox first; it calls none of them (the one-way rule of
+ * DESIGN.md).
+ */
 #pragma once
 
 #include <jansson.h>

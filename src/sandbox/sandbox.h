@@ -1,4 +1,20 @@
 /* SPDX-License-Identifier: MIT */
+/*
+ * DESIGN: src/sandbox owns the sandbox itself, below any notion of a run's
+ * output or of who asked for it: what the host gives (features.c), the
+ * clone into new namespaces or the fallback without them (spawn.c, child.c,
+ * prepare.c), the mount view (mounts.c), Landlock (landlock.c), the seccomp
+ * filter and its supervisor (seccomp*.c, supervise*.c), the guard of
+ * protected paths no mount protects (guard*.c), the sandbox's init (init.c)
+ * and ward's handle on a started sandbox: reports, kill, wait, release
+ * (handle.c, kill-tree.c, fdpass.c).
+ *
+ * It may call src/policy and src/basic only (and use the types of
+ * include/ward/ward.h). src/exec and everything above call it; it calls none
+ * of them (the one-way rule of DESIGN.md). Inside the folder no two files
+ * call each other either: what a group of files shares sits one floor down
+ * (spawn-state.h and handle.c, guard-state.h, supervise-notify.c).
+ */
 #pragma once
 
 #include <limits.h>
@@ -210,10 +226,13 @@ struct ward__msg_dropped {
 	uint32_t count;
 };
 
-/* Writes one message; async-signal-safe. Errors are ignored (the reader may be gone). */
+/*
+ * Writes one message (supervise-notify.c); async-signal-safe. Errors are
+ * ignored (the reader may be gone).
+ */
 WARD_INTERNAL void ward__report(int fd, uint32_t type, const void *payload, uint32_t len);
 
-/* ------------------------------------------------------------ guard (guard.c) */
+/* ------------------------------------------------------------ guard (guard*.c) */
 
 /*
  * Bounds of what the fallback's guard keeps to restore protected paths: a
@@ -295,7 +314,7 @@ struct ward__init_leases {
 	size_t n;
 };
 
-/* ------------------------------------------------------------ supervisor (supervise.c) */
+/* ------------------------------------------------------------ supervisor (supervise*.c) */
 
 /*
  * Runs in the sandbox's init (which has no seccomp filter), answering the
@@ -327,7 +346,7 @@ WARD_INTERNAL int ward__supervisor_handle(struct ward__supervisor *s);
 WARD_INTERNAL void ward__supervisor_flush(struct ward__supervisor *s);
 WARD_INTERNAL void ward__supervisor_release(struct ward__supervisor *s);
 
-/* ------------------------------------------------------------ spawning (spawn.c, mounts.c, init.c) */
+/* ------------------------------------------------------------ spawning (spawn.c, child.c, init.c) */
 
 #define WARD_MAX_KEEP_FDS 64
 #define WARD_MAX_DENIALS 256 /* per run; more are counted, not kept */
@@ -415,6 +434,9 @@ struct ward__sandbox {
  */
 WARD_INTERNAL int ward__sandbox_spawn(const struct ward__spawn_opts *o, struct ward__sandbox *ret,
 				      struct ward_error *err);
+
+/* ------------------------------------------------------------ prepared sandboxes (prepare.c) */
+
 /*
  * Prepared sandboxes, for a server: everything of a sandbox but the command
  * is built ahead (namespaces, mount view, loopback, the Landlock ruleset, the
@@ -470,6 +492,8 @@ struct ward__launch_msg {
 	/* the blob follows, unless WARD_LAUNCH_MEMFD */
 };
 
+/* ------------------------------------------------------------ a started sandbox (handle.c) */
+
 /* Reads pending report messages (non-blocking). Returns 0, or -errno. EOF sets *ret_eof. */
 WARD_INTERNAL int ward__sandbox_read_reports(struct ward__sandbox *sb, bool *ret_eof);
 /* Handles pending events on guard_fd: removes created protected paths, kills the sandbox. */
@@ -504,12 +528,13 @@ WARD_INTERNAL void ward__sandbox_close(struct ward__sandbox *sb);
 WARD_INTERNAL void ward__sandbox_release_exiting(struct ward__sandbox *sb);
 
 /*
- * Kills every descendant of root (not root itself) found through /proc, a few
- * rounds to catch forks in between. Used only without a pid namespace.
+ * kill-tree.c: kills every descendant of root (not root itself) found through
+ * /proc, a few rounds to catch forks in between. Used only without a pid
+ * namespace.
  */
 WARD_INTERNAL void ward__kill_tree(pid_t root);
 
-/* Passes one fd over a unix socket (SCM_RIGHTS). Async-signal-safe. */
+/* fdpass.c: passes one fd over a unix socket (SCM_RIGHTS). Async-signal-safe. */
 WARD_INTERNAL int ward__send_fd(int sock, int fd);
 /* Receives one fd (made O_CLOEXEC); -EPIPE when the peer closed without sending. */
 WARD_INTERNAL int ward__recv_fd(int sock);

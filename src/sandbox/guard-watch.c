@@ -1,0 +1,451 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The guard's watching (see guard.c): what an inotify event means for the
+ * protected paths, read from a guard's own instance or dispatched from the
+ * instance a server's guards share.
+ */
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/inotify.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "basic/error.h"
+#include "sandbox/guard-state.h"
+
+/* ------------------------------------------------------------------ events */
+
+static const char *event_access(uint32_t mask)
+{
+	if (mask & (IN_CREATE | IN_MOVED_TO))
+		return "create";
+	if (mask & (IN_DELETE | IN_DELETE_SELF))
+		return "delete";
+	if (mask & (IN_MOVED_FROM | IN_MOVE_SELF))
+		return "rename";
+	return "write";
+}
+
+static bool node_event(struct node *n, int wd, const char **ret_path)
+{
+	if (n->wd == wd) {
+		*ret_path = n->path;
+		return true;
+	}
+	for (size_t i = 0; i < n->n_kids; i++)
+		if (node_event(&n->kids[i], wd, ret_path))
+			return true;
+	return false;
+}
+
+/* What one event means: true (and access and path) when it changed a protected path. */
+static bool event_matches(struct ward__guard *g, const struct inotify_event *ev,
+			  const char **ret_access, char *path, size_t size)
+{
+	const char *where;
+
+	if (ev->mask & IN_IGNORED)
+		return false;
+	for (size_t i = 0; i < g->n; i++) {
+		struct target *t = &g->t[i];
+
+		if (ev->len && t->parent_wd == ev->wd && (ev->mask & NAME_EVENTS) &&
+		    strcmp(t->name, ev->name) == 0) {
+			*ret_access = event_access(ev->mask);
+			snprintf(path, size, "%s", t->path);
+			return true;
+		}
+		if (t->kind == T_SNAPSHOT && node_event(&t->root, ev->wd, &where)) {
+			*ret_access = event_access(ev->mask);
+			if (ev->len && S_ISDIR(t->root.st.st_mode) &&
+			    !(ev->mask & (IN_DELETE_SELF | IN_MOVE_SELF)))
+				snprintf(path, size, "%s/%s", where, ev->name);
+			else
+				snprintf(path, size, "%s", where);
+			return true;
+		}
+	}
+	return false;
+}
+
+/*
+ * Events were lost (the queue overflowed). With namespaces only missing names
+ * are guarded, and whether one exists now is the whole answer. In the fallback
+ * a lost event could have been any change (a command can flood the queue on
+ * purpose before it writes): the sandbox is stopped, and the restoration pass
+ * compares everything and reports what really changed.
+ */
+static void overflow(struct ward__guard *g, char *access, size_t asize, char *path, size_t psize,
+		     bool *ret_changed)
+{
+	struct stat st;
+
+	if (*ret_changed)
+		return;
+	for (size_t i = 0; !g->fallback && i < g->n; i++)
+		if (g->t[i].kind == T_MISSING &&
+		    fstatat(g->t[i].parent_fd, g->t[i].name, &st, AT_SYMLINK_NOFOLLOW) == 0) {
+			snprintf(access, asize, "%s", "create");
+			snprintf(path, psize, "%s", g->t[i].path);
+			*ret_changed = true;
+			return;
+		}
+	if (g->fallback) {
+		snprintf(access, asize, "%s", "write");
+		snprintf(path, psize, "%s", "");
+		*ret_changed = true;
+	}
+}
+
+int ward__guard_read(struct ward__guard *g, char *access, size_t asize, char *path, size_t psize,
+		     bool *ret_changed)
+{
+	char buf[8192] __attribute__((aligned(__alignof__(struct inotify_event))));
+
+	*ret_changed = false;
+	if (!g)
+		return 0;
+	if (g->hub) {
+		/* The shared instance's reader (ward__watches_dispatch) kept what concerned us. */
+		if (g->pend_path) {
+			snprintf(access, asize, "%s", g->pend_access);
+			snprintf(path, psize, "%s", g->pend_path);
+			*ret_changed = true;
+			free(g->pend_path);
+			g->pend_path = NULL;
+		}
+		if (g->pend_lost) {
+			g->pend_lost = false;
+			if (!g->tripped)
+				overflow(g, access, asize, path, psize, ret_changed);
+		}
+		return 0;
+	}
+	if (g->fd < 0)
+		return 0;
+	for (;;) {
+		ssize_t n = read(g->fd, buf, sizeof(buf));
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return errno == EAGAIN ? 0 : -errno;
+		}
+		for (char *p = buf; p < buf + n;) {
+			const struct inotify_event *ev = (const struct inotify_event *)p;
+			const char *a;
+
+			p += sizeof(*ev) + ev->len;
+			if (g->tripped)
+				continue; /* after a trip the restoration tells what changed */
+			if (ev->mask & IN_Q_OVERFLOW) {
+				overflow(g, access, asize, path, psize, ret_changed);
+				continue;
+			}
+			if (!*ret_changed && event_matches(g, ev, &a, path, psize)) {
+				snprintf(access, asize, "%s", a);
+				*ret_changed = true;
+			}
+		}
+	}
+}
+
+void ward__guard_set_notify(struct ward__guard *g, ward__guard_notify_fn fn, void *userdata)
+{
+	if (!g)
+		return;
+	g->notify = fn;
+	g->notify_userdata = userdata;
+}
+
+/* ------------------------------------------------------------------ the shared instance */
+
+/* A guard's interest in a watched inode: the events it asked for. */
+struct hub_sub {
+	struct ward__guard *g;
+	uint32_t mask;
+};
+
+/*
+ * One watched inode of the shared instance, and the guards that watch it
+ * (a guard once per target). The kernel's mask is the union of theirs.
+ */
+struct hub_watch {
+	int wd;
+	struct hub_sub *subs;
+	uint32_t n_subs, cap_subs;
+};
+
+struct ward__watches {
+	int fd;
+	struct hub_watch *w; /* sorted by wd */
+	size_t n, cap;
+	struct ward__guard *guards; /* every guard on this instance */
+	size_t n_pending; /* guards with notify_pending set */
+};
+
+int ward__watches_new(struct ward__watches **ret, struct ward_error *err)
+{
+	struct ward__watches *w = calloc(1, sizeof(*w));
+	int r;
+
+	if (!w)
+		return ward__error(err, -ENOMEM, "guard", "out of memory");
+	w->fd = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
+	if (w->fd < 0) {
+		r = ward__error(err, -errno, "guard", "cannot create an inotify instance: %m");
+		ward__error_hint(err, "raise fs.inotify.max_user_instances");
+		free(w);
+		return r;
+	}
+	*ret = w;
+	return 0;
+}
+
+void ward__watches_free(struct ward__watches *w)
+{
+	if (!w)
+		return;
+	/* Guards outliving their instance keep their paths but see no more events. */
+	while (w->guards)
+		ward__watches_leave(w->guards);
+	for (size_t i = 0; i < w->n; i++)
+		free(w->w[i].subs);
+	free(w->w);
+	close(w->fd);
+	free(w);
+}
+
+int ward__watches_fd(const struct ward__watches *w)
+{
+	return w ? w->fd : -1;
+}
+
+/* Index of wd in the sorted table, or where it would go (*found false). */
+static size_t hub_find(const struct ward__watches *w, int wd, bool *found)
+{
+	size_t lo = 0, hi = w->n;
+
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+
+		if (w->w[mid].wd == wd) {
+			*found = true;
+			return mid;
+		}
+		if (w->w[mid].wd < wd)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	*found = false;
+	return lo;
+}
+
+static void hub_delete(struct ward__watches *w, size_t i)
+{
+	free(w->w[i].subs);
+	memmove(&w->w[i], &w->w[i + 1], (w->n - i - 1) * sizeof(*w->w));
+	w->n--;
+}
+
+/*
+ * Adds g's interest in the inode at path. IN_MASK_ADD: the inode may be
+ * watched already for another guard, whose events must keep coming (without
+ * it the kernel replaces the mask). The union only grows while the watch
+ * lives; events a guard did not ask for are ignored by its matching.
+ */
+int ward__watches_add(struct ward__watches *w, struct ward__guard *g, const char *path,
+		      uint32_t mask)
+{
+	struct hub_watch *hw;
+	bool found;
+	size_t i;
+	int wd;
+
+	wd = inotify_add_watch(w->fd, path, mask | IN_MASK_ADD);
+	if (wd < 0)
+		return -errno;
+	i = hub_find(w, wd, &found);
+	if (!found) {
+		if (w->n == w->cap) {
+			size_t ncap = w->cap ? w->cap * 2 : 16;
+			struct hub_watch *nw = reallocarray(w->w, ncap, sizeof(*nw));
+
+			if (!nw)
+				goto fail;
+			w->w = nw;
+			w->cap = ncap;
+		}
+		memmove(&w->w[i + 1], &w->w[i], (w->n - i) * sizeof(*w->w));
+		w->w[i] = (struct hub_watch){.wd = wd};
+		w->n++;
+	}
+	hw = &w->w[i];
+	if (hw->n_subs == hw->cap_subs) {
+		uint32_t ncap = hw->cap_subs ? hw->cap_subs * 2 : 4;
+		struct hub_sub *ns = reallocarray(hw->subs, ncap, sizeof(*ns));
+
+		if (!ns) {
+			if (hw->n_subs == 0) {
+				hub_delete(w, i);
+				goto fail;
+			}
+			return -ENOMEM;
+		}
+		hw->subs = ns;
+		hw->cap_subs = ncap;
+	}
+	hw->subs[hw->n_subs++] = (struct hub_sub){.g = g, .mask = mask};
+	return wd;
+fail:
+	/* A watch nobody else holds (a new one) is not left behind. */
+	if (!found)
+		inotify_rm_watch(w->fd, wd);
+	return -ENOMEM;
+}
+
+void ward__watches_join(struct ward__watches *w, struct ward__guard *g)
+{
+	g->hub = w;
+	g->hub_prev = NULL;
+	g->hub_next = w->guards;
+	if (w->guards)
+		w->guards->hub_prev = g;
+	w->guards = g;
+}
+
+/* Drops every interest of g; a watch nobody holds any more is removed from the instance. */
+void ward__watches_leave(struct ward__guard *g)
+{
+	struct ward__watches *w = g->hub;
+
+	if (!w)
+		return;
+	for (size_t i = 0; i < w->n;) {
+		struct hub_watch *hw = &w->w[i];
+		uint32_t k = 0;
+
+		for (uint32_t j = 0; j < hw->n_subs; j++)
+			if (hw->subs[j].g != g)
+				hw->subs[k++] = hw->subs[j];
+		hw->n_subs = k;
+		if (k == 0) {
+			inotify_rm_watch(w->fd, hw->wd);
+			hub_delete(w, i);
+			continue;
+		}
+		i++;
+	}
+	if (g->notify_pending)
+		w->n_pending--;
+	g->notify_pending = false;
+	if (g->hub_prev)
+		g->hub_prev->hub_next = g->hub_next;
+	else
+		w->guards = g->hub_next;
+	if (g->hub_next)
+		g->hub_next->hub_prev = g->hub_prev;
+	g->hub_prev = g->hub_next = NULL;
+	g->hub = NULL;
+}
+
+static void hub_mark(struct ward__watches *w, struct ward__guard *g)
+{
+	if (!g->notify_pending) {
+		g->notify_pending = true;
+		w->n_pending++;
+	}
+}
+
+/* One event of the shared instance for one guard that watches its inode. */
+static void hub_event(struct ward__watches *w, struct ward__guard *g,
+		      const struct inotify_event *ev)
+{
+	char path[PATH_MAX + 256];
+	const char *a;
+
+	if (g->tripped || g->pend_path)
+		return; /* the first change is the one reported; after a trip the restoration tells */
+	if (!event_matches(g, ev, &a, path, sizeof(path)))
+		return;
+	g->pend_path = strdup(path);
+	if (!g->pend_path) {
+		/* No memory to say what changed: say that something may have (fails closed). */
+		g->pend_lost = true;
+	}
+	g->pend_access = a;
+	hub_mark(w, g);
+}
+
+int ward__watches_dispatch(struct ward__watches *w)
+{
+	char buf[16384] __attribute__((aligned(__alignof__(struct inotify_event))));
+	int r = 0;
+
+	for (;;) {
+		ssize_t n = read(w->fd, buf, sizeof(buf));
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			if (errno != EAGAIN)
+				r = -errno;
+			break;
+		}
+		for (char *p = buf; p < buf + n;) {
+			const struct inotify_event *ev = (const struct inotify_event *)p;
+			bool found;
+			size_t i;
+
+			p += sizeof(*ev) + ev->len;
+			if (ev->mask & IN_Q_OVERFLOW) {
+				/* Lost events could have been anyone's: every guard looks for itself. */
+				for (struct ward__guard *g = w->guards; g; g = g->hub_next) {
+					g->pend_lost = true;
+					hub_mark(w, g);
+				}
+				continue;
+			}
+			i = hub_find(w, ev->wd, &found);
+			if (!found)
+				continue;
+			/*
+			 * Only to the guards that asked for this kind of event: the union
+			 * of the masks must not show a guard what it would not have seen
+			 * on an instance of its own.
+			 */
+			for (uint32_t j = 0; j < w->w[i].n_subs; j++) {
+				const struct hub_sub *sub = &w->w[i].subs[j];
+
+				if (sub->mask & ev->mask & IN_ALL_EVENTS)
+					hub_event(w, sub->g, ev);
+			}
+			/* The inode is gone (or its filesystem): the kernel dropped the watch itself. */
+			if (ev->mask & IN_IGNORED)
+				hub_delete(w, i);
+		}
+	}
+	/*
+	 * Then the owners are told, one by one, from the head again after each:
+	 * a notification may free any guard (a proc freed from its callbacks).
+	 */
+	while (w->n_pending > 0) {
+		struct ward__guard *g = w->guards;
+
+		while (g && !g->notify_pending)
+			g = g->hub_next;
+		if (!g) {
+			w->n_pending = 0;
+			break;
+		}
+		g->notify_pending = false;
+		w->n_pending--;
+		if (g->notify)
+			g->notify(g->notify_userdata);
+	}
+	return r;
+}

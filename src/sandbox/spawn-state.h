@@ -1,0 +1,75 @@
+/* SPDX-License-Identifier: MIT */
+#pragma once
+
+/*
+ * What the files that start a sandbox and hold it share: the parent's side
+ * of a cold start (spawn.c), of a prepared one (prepare.c), the clone's child
+ * before it becomes init (child.c), and the handle's life afterwards
+ * (handle.c). Not for use outside them.
+ */
+#include <limits.h>
+
+#include "sandbox/sandbox.h"
+
+/* ------------------------------------------------------------ the handle (handle.c) */
+
+/* A started sandbox's state beyond struct ward__sandbox (sb->priv). */
+struct ward__sandbox_priv {
+	struct ward__guard *guard;
+	bool guard_pending; /* init reported a broken lease: trip once the reports are read */
+	bool in_trip; /* guard_trip() is waiting for the sandbox to die */
+	char rbuf[2 * PIPE_BUF];
+	size_t rlen;
+	bool killed;
+	bool reaped;
+	int init_status;
+};
+
+/* A sandbox with nothing in it yet (no descriptor, no process). */
+WARD_INTERNAL void ward__sandbox_reset(struct ward__sandbox *sb);
+
+/* ------------------------------------------------------------ the host (spawn.c) */
+
+/*
+ * What spawning needs to know of the host, without the user-namespace probe
+ * (a clone of its own, most of a millisecond here): the Landlock ABI and
+ * whether seccomp user notification is usable are one syscall each.
+ * Namespaces are simply tried; when the host refuses them, spawn falls back
+ * and only then asks features.c for the whole story.
+ */
+struct ward__fast_features {
+	int landlock_abi;
+	bool user_notif;
+};
+
+WARD_INTERNAL const struct ward__fast_features *ward__spawn_fast_features(void);
+/*
+ * The isolation the cold starts of this process found the host to give
+ * (USERNS until namespaces were refused, then ROOT where root may create
+ * them), for a prepared sandbox; NONE when only the fallback is left.
+ */
+WARD_INTERNAL enum ward__isolation ward__spawn_isolation_found(void);
+
+/* ------------------------------------------------------------ the clone's child (child.c) */
+
+/*
+ * A cold start's child: maps its ids, builds the mount view, brings
+ * loopback up, opens the pty, enters the working directory, builds the
+ * Landlock ruleset and becomes init (ward__init_main). Never returns.
+ */
+_noreturn_ WARD_INTERNAL void ward__child_main(const struct ward__spawn_opts *opts, int report_fd,
+					       int life_fd, int pty_sock, int hold_fd,
+					       const struct ward__seccomp_prog *prog,
+					       enum ward__isolation iso, uid_t uid, gid_t gid,
+					       int landlock_abi,
+					       const struct ward__init_leases *leases);
+/*
+ * A prepared sandbox's child: the same without the command, its namespaces
+ * made by unshare(), then init waits for its command
+ * (ward__init_prepared_main). Never returns.
+ */
+_noreturn_ WARD_INTERNAL void ward__child_prepared_main(const struct ward__spawn_opts *opts,
+							int report_fd, int life_fd, int ctl_fd,
+							const struct ward__seccomp_prog *prog,
+							enum ward__isolation iso, uid_t uid,
+							gid_t gid, int landlock_abi);
