@@ -209,15 +209,19 @@ WARD_INTERNAL void ward__cache_release(struct ward_approver *a);
 #define WARD_AUDIT_RECORD_MAX ((size_t)16 << 10)
 
 struct ward__audit_record {
-	const char *event; /* "decision", "answer", "run" */
+	const char *event; /* "decision", "answer", "run"; "start" (a server started a command) */
 	const char *const *argv;
 	size_t argc;
 	const char *cwd;
-	const char *mode;
-	const char *decision;
-	const char *source; /* "rules", "mode", "request", "cache", "person" */
+	const char *mode; /* the approval mode, or NULL */
+	const char *decision; /* or NULL */
+	const char *source; /* "rules", "mode", "request", "cache", "person"; or NULL */
+	const char *sandbox; /* the sandbox mode ("workspace-write"...), or NULL */
+	/* Who asked: the client's name, its process id, and its thread and tool call. NULL: none. */
+	const char *client, *process, *thread, *tool_call;
 	bool sandboxed;
 	bool have_exit_code;
+	bool no_exit_code; /* the record has no exit_code member at all (a start) */
 	int exit_code;
 	const char *reason; /* or NULL */
 };

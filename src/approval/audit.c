@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The audit log: every approval decision and every run outside the sandbox,
- * one JSON object per line, in $XDG_STATE_HOME/ward/audit.jsonl (default
+ * and every command a server (ward serve, ward mcp) starts for a client, with
+ * the client's thread and tool call when it names them; one JSON object per line, in $XDG_STATE_HOME/ward/audit.jsonl (default
  * ~/.local/state/ward/audit.jsonl). `ward audit` shows it.
  *
  * Several ward processes may write at once. Each line goes out in one
@@ -71,17 +72,27 @@ static int format(struct ward__buf *b, const struct ward__audit_record *rec, boo
 		r = ward__buf_append_byte(b, ']');
 	if (r >= 0)
 		r = kv_string(b, "cwd", rec->cwd ? rec->cwd : "", text_max);
-	if (r >= 0)
+	if (r >= 0 && rec->mode)
 		r = kv_string(b, "mode", rec->mode, text_max);
-	if (r >= 0)
+	if (r >= 0 && rec->decision)
 		r = kv_string(b, "decision", rec->decision, text_max);
-	if (r >= 0)
+	if (r >= 0 && rec->source)
 		r = kv_string(b, "source", rec->source, text_max);
+	if (r >= 0 && rec->sandbox)
+		r = kv_string(b, "sandbox", rec->sandbox, text_max);
+	if (r >= 0 && rec->client)
+		r = kv_string(b, "client", rec->client, text_max);
+	if (r >= 0 && rec->process)
+		r = kv_string(b, "process", rec->process, text_max);
+	if (r >= 0 && rec->thread)
+		r = kv_string(b, "thread", rec->thread, text_max);
+	if (r >= 0 && rec->tool_call)
+		r = kv_string(b, "tool_call", rec->tool_call, text_max);
 	if (r >= 0)
 		r = ward__buf_printf(b, ",\"sandboxed\":%s", rec->sandboxed ? "true" : "false");
 	if (r >= 0 && rec->have_exit_code)
 		r = ward__buf_printf(b, ",\"exit_code\":%d", rec->exit_code);
-	else if (r >= 0)
+	else if (r >= 0 && !rec->no_exit_code)
 		r = ward__buf_append_str(b, ",\"exit_code\":null");
 	if (r >= 0 && rec->reason)
 		r = kv_string(b, "reason", rec->reason, text_max);

@@ -19,10 +19,12 @@
 static const char audit_help[] =
 	"Usage: ward audit [--json] [-n N] [--file FILE]\n"
 	"\n"
-	"Show the approval audit log: every decision of the approval runner (the rules,\n"
-	"the mode, the person's answers, the session cache) and every run outside the\n"
-	"sandbox, oldest first. The log is $XDG_STATE_HOME/ward/audit.jsonl (default\n"
-	"~/.local/state/ward/audit.jsonl), one JSON object per line, rotated at 1 MiB\n"
+	"Show the audit log: every decision of the approval runner (the rules, the mode,\n"
+	"the person's answers, the session cache), every run outside the sandbox, and\n"
+	"every command a server started for a client (ward serve, ward mcp; with the\n"
+	"client's thread and tool call when it names them), oldest first. The log is\n"
+	"$XDG_STATE_HOME/ward/audit.jsonl (default ~/.local/state/ward/audit.jsonl), one\n"
+	"JSON object per line, rotated at 1 MiB\n"
 	"(the previous file is kept as audit.jsonl.1).\n"
 	"\n"
 	"Options:\n"
@@ -128,6 +130,20 @@ static void print_entry(const char *line)
 	if (json_is_string(json_object_get(j, "reason"))) {
 		safe_reason = cli_sanitize(str(j, "reason"), 300);
 		printf("%21s%s\n", "", safe_reason ? safe_reason : "");
+	}
+	/* Who asked (a server's client), so that a person can tell which tool call ran what. */
+	if (json_is_string(json_object_get(j, "client")) ||
+	    json_is_string(json_object_get(j, "tool_call")) ||
+	    json_is_string(json_object_get(j, "thread"))) {
+		_cleanup_free_ char *client = cli_sanitize(str(j, "client"), 64);
+		_cleanup_free_ char *process = cli_sanitize(str(j, "process"), 128);
+		_cleanup_free_ char *thread = cli_sanitize(str(j, "thread"), 128);
+		_cleanup_free_ char *call = cli_sanitize(str(j, "tool_call"), 128);
+
+		printf("%21sclient %s%s%s%s%s%s%s\n", "", client && client[0] ? client : "?",
+		       process && process[0] ? ", process " : "", process ? process : "",
+		       thread && thread[0] ? ", thread " : "", thread ? thread : "",
+		       call && call[0] ? ", tool call " : "", call ? call : "");
 	}
 	json_decref(j);
 }

@@ -99,6 +99,17 @@ struct cli_extra_options {
 int cli_help_or_version(const struct cli_run_args *a, const char *help);
 /* Raises the soft limit of open files to the hard one (a server holds many). */
 void cli_raise_nofile(void);
+/*
+ * A server's audit log (ward serve, ward mcp) from --audit-log's value opt:
+ * NULL for the default ($XDG_STATE_HOME/ward/audit.jsonl; where none can be
+ * had or made, one stderr line and no log), "none", or an absolute path
+ * (whose directory cannot be made: an error). *ret_path (NULL: no log) and
+ * *ret_dir (its directory, made 0700, to keep read-only in sandboxes) are
+ * malloc()ed. -1 after reporting an error.
+ */
+int cli_audit_log_setup(const char *verb, const char *opt, char **ret_path, char **ret_dir);
+/* Checks an --audit-log value (an absolute path or "none"); -1 after reporting. */
+int cli_audit_log_option(const char *verb, const char *arg);
 /* Parses a server verb's arguments: no command, no run-only options but the environment ones. */
 int cli_parse_server_args(int argc, char **argv, const char *verb,
 			  const struct cli_extra_options *extra, struct cli_run_args *a);

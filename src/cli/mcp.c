@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "basic/cleanup.h"
 #include "basic/util.h"
 #include "cli/cli.h"
 #include "mcp/mcp.h"
@@ -61,6 +62,9 @@ static const char mcp_help[] =
 	"                               when full, the least recently used goes\n"
 	"      --shell PATH             shell for the commands (default: $SHELL, /bin/bash)\n"
 	"      --no-login               run 'SHELL -c CMD' instead of 'SHELL -lc CMD'\n"
+	"      --audit-log FILE|none    where every command started is recorded with the\n"
+	"                               client's tool call ('ward audit'; default\n"
+	"                               $XDG_STATE_HOME/ward/audit.jsonl)\n"
 	"  -h, --help                   show this help\n"
 	"      --version                show the version\n";
 
@@ -68,12 +72,14 @@ enum {
 	OPT_MAX_SESSIONS = CLI_EXTRA_OPTION_BASE,
 	OPT_SHELL,
 	OPT_NO_LOGIN,
+	OPT_AUDIT_LOG,
 };
 
 static const struct option mcp_options[] = {
 	{"max-sessions", required_argument, NULL, OPT_MAX_SESSIONS},
 	{"shell", required_argument, NULL, OPT_SHELL},
 	{"no-login", no_argument, NULL, OPT_NO_LOGIN},
+	{"audit-log", required_argument, NULL, OPT_AUDIT_LOG},
 	{0},
 };
 
@@ -81,6 +87,7 @@ struct mcp_args {
 	size_t max_sessions;
 	const char *shell;
 	int login;
+	const char *audit_log;
 };
 
 static int handle_option(int c, const char *arg, void *userdata)
@@ -108,6 +115,9 @@ static int handle_option(int c, const char *arg, void *userdata)
 	case OPT_NO_LOGIN:
 		m->login = 0;
 		return 0;
+	case OPT_AUDIT_LOG:
+		m->audit_log = arg;
+		return cli_audit_log_option("mcp", arg);
 	default:
 		return -1;
 	}
@@ -121,6 +131,7 @@ int cli_mcp(int argc, char **argv)
 	struct cli_run_args a;
 	struct ward__mcp_config cfg = {0};
 	struct ward_error err = {0};
+	_cleanup_free_ char *audit_path = NULL, *audit_dir = NULL;
 	int r;
 
 	if (cli_parse_server_args(argc, argv, "mcp", &extra, &a) < 0) {
@@ -130,6 +141,17 @@ int cli_mcp(int argc, char **argv)
 	if (cli_help_or_version(&a, mcp_help) == 0) {
 		cli_run_args_release(&a);
 		return 0;
+	}
+	if (cli_audit_log_setup("mcp", m.audit_log, &audit_path, &audit_dir) < 0) {
+		cli_run_args_release(&a);
+		return WARD_EXIT_FAILURE;
+	}
+	/* The audit log's directory stays read-only in a sandbox whose roots hold it. */
+	if (audit_dir && a.policy->mode == WARD_MODE_WORKSPACE_WRITE &&
+	    ward_policy_add_protect(a.policy, audit_dir) < 0) {
+		cli_errorf("out of memory");
+		cli_run_args_release(&a);
+		return WARD_EXIT_FAILURE;
 	}
 	if (a.approvals) {
 		/* The approver protects its own files in the policy, which it resolves. */
@@ -163,6 +185,7 @@ int cli_mcp(int argc, char **argv)
 	cfg.shell = m.shell;
 	cfg.login = m.login;
 	cfg.approver = ap;
+	cfg.audit_path = audit_path;
 	r = ward__mcp_serve(&cfg, STDIN_FILENO, STDOUT_FILENO, &err);
 	ward_approver_free(ap);
 	cli_run_args_release(&a);

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "approval/approval.h"
 #include "basic/cleanup.h"
 #include "basic/util.h"
 #include "cli/cli.h"
@@ -573,5 +574,72 @@ int cli_approval_option(struct cli_run_args *a, const char *verb, const char *na
 		cli_errorf("%s: --%s '%s': %s", verb, name, arg ? arg : "", strerror(-r));
 		return -1;
 	}
+	return 0;
+}
+
+int cli_audit_log_option(const char *verb, const char *arg)
+{
+	if (strcmp(arg, "none") != 0 && arg[0] != '/') {
+		cli_errorf("%s: --audit-log '%s': expected an absolute path or 'none'", verb, arg);
+		return -1;
+	}
+	return 0;
+}
+
+/* The directory of path, made (0700) when missing; malloc()ed in *ret_dir. -errno. */
+static int make_parent_dir(const char *path, char **ret_dir)
+{
+	_cleanup_free_ char *dir = NULL;
+	const char *slash = strrchr(path, '/');
+	int r;
+
+	if (!slash || slash == path)
+		return -EINVAL;
+	dir = strndup(path, (size_t)(slash - path));
+	if (!dir)
+		return -ENOMEM;
+	r = ward__mkdir_parents(dir, 0700);
+	if (r < 0)
+		return r;
+	*ret_dir = TAKE_PTR(dir);
+	return 0;
+}
+
+int cli_audit_log_setup(const char *verb, const char *opt, char **ret_path, char **ret_dir)
+{
+	_cleanup_free_ char *path = NULL, *dir = NULL;
+	int r;
+
+	*ret_path = *ret_dir = NULL;
+	if (opt && strcmp(opt, "none") == 0)
+		return 0;
+	if (opt) {
+		path = strdup(opt);
+		r = path ? make_parent_dir(path, &dir) : -ENOMEM;
+		if (r < 0) {
+			cli_errorf("%s: --audit-log '%s': cannot make its directory: %s", verb, opt,
+				   strerror(-r));
+			return -1;
+		}
+	} else {
+		/*
+		 * The default log: where there is none to be had (no HOME nor
+		 * XDG_STATE_HOME, a home that cannot be written) the server still
+		 * serves, and says once that it keeps no log.
+		 */
+		r = ward__audit_default_path(&path);
+		if (r >= 0)
+			r = make_parent_dir(path, &dir);
+		if (r < 0) {
+			fprintf(stderr,
+				"ward %s: no audit log (%s%s%s); give --audit-log FILE to keep "
+				"one\n",
+				verb, path ? path : "no HOME or XDG_STATE_HOME", path ? ": " : "",
+				path ? strerror(-r) : "");
+			return 0;
+		}
+	}
+	*ret_path = TAKE_PTR(path);
+	*ret_dir = TAKE_PTR(dir);
 	return 0;
 }

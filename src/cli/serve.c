@@ -57,6 +57,9 @@ static const char serve_help[] =
 	"      --session-ttl SECONDS    how long a session without a connection waits to be\n"
 	"                               resumed before its processes are killed (default 30)\n"
 	"      --exited-ttl SECONDS     how long an exited process stays readable (default 30)\n"
+	"      --audit-log FILE|none    where every started process is recorded with the\n"
+	"                               client's thread and tool call ('ward audit'; default\n"
+	"                               $XDG_STATE_HOME/ward/audit.jsonl)\n"
 	"\n"
 	"Policy of processes whose request has no sandbox (as for 'ward run'):\n"
 	"  -s, --sandbox MODE, -C DIR, -w PATH, --protect PATH, --deny-read PATH,\n"
@@ -81,6 +84,7 @@ enum {
 	OPT_RETAIN_TOTAL,
 	OPT_SESSION_TTL,
 	OPT_EXITED_TTL,
+	OPT_AUDIT_LOG,
 };
 
 static const struct option serve_options[] = {
@@ -96,6 +100,7 @@ static const struct option serve_options[] = {
 	{"retain-total", required_argument, NULL, OPT_RETAIN_TOTAL},
 	{"session-ttl", required_argument, NULL, OPT_SESSION_TTL},
 	{"exited-ttl", required_argument, NULL, OPT_EXITED_TTL},
+	{"audit-log", required_argument, NULL, OPT_AUDIT_LOG},
 	{0},
 };
 
@@ -110,6 +115,7 @@ struct serve_args {
 	bool allow_unsandboxed;
 	uint64_t max_connections, max_processes, max_message, retain_output, retain_total;
 	uint64_t session_ttl_ms, exited_ttl_ms;
+	const char *audit_log; /* NULL: the default; "none": no log */
 };
 
 static int number(const char *opt, const char *arg, uint64_t lo, uint64_t hi, bool size,
@@ -163,6 +169,9 @@ static int handle_option(int c, const char *arg, void *userdata)
 	case OPT_RETAIN_TOTAL:
 		return number("--retain-total", arg, 4096, (uint64_t)1 << 40, true,
 			      &a->retain_total);
+	case OPT_AUDIT_LOG:
+		a->audit_log = arg;
+		return cli_audit_log_option("serve", arg);
 	case OPT_SESSION_TTL:
 	case OPT_EXITED_TTL: {
 		uint64_t ms;
@@ -317,7 +326,8 @@ int cli_serve(int argc, char **argv)
 	struct ward__conn *stdio_conn = NULL;
 	struct ward__loop *loop = NULL;
 	struct ward_error err = {0};
-	_cleanup_free_ char *token = NULL, *token_path = NULL;
+	_cleanup_free_ char *token = NULL, *token_path = NULL, *audit_path = NULL,
+			    *audit_dir = NULL;
 	bool need_token = false, has_stdio = false, remote = false;
 	int r, code = WARD_EXIT_FAILURE;
 
@@ -336,6 +346,12 @@ int cli_serve(int argc, char **argv)
 				goto out;
 			}
 			has_stdio = true;
+		} else if (strncmp(s.listen[i], "ws://", 5) != 0 &&
+			   strncmp(s.listen[i], "unix:", 5) != 0) {
+			/* Before any file is made: a bad option changes nothing. */
+			cli_errorf("--listen '%s': expected stdio, ws://IP:PORT or unix:PATH",
+				   s.listen[i]);
+			goto out;
 		} else {
 			need_token = true;
 			if (strncmp(s.listen[i], "ws://", 5) == 0 &&
@@ -364,6 +380,8 @@ int cli_serve(int argc, char **argv)
 		if (!token)
 			goto out;
 	}
+	if (cli_audit_log_setup("serve", s.audit_log, &audit_path, &audit_dir) < 0)
+		goto out;
 	r = ward_policy_resolve(a.policy, &err);
 	if (r < 0) {
 		cli_report_error(&err);
@@ -394,6 +412,8 @@ int cli_serve(int argc, char **argv)
 	xc.retain_total = (size_t)s.retain_total;
 	xc.detached_ttl_ms = (unsigned)s.session_ttl_ms;
 	xc.exited_ttl_ms = (unsigned)s.exited_ttl_ms;
+	xc.audit_path = audit_path;
+	xc.own_dir = audit_dir;
 	if (ward__xserver_new(loop, &xc, &srv, &err) < 0) {
 		cli_report_error(&err);
 		goto out;

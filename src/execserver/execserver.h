@@ -37,6 +37,7 @@
 #define WARD_XS_DEFAULT_MAX_PROCESSES 4096u /* per session */
 #define WARD_XS_MAX_READ_WAIT_MS 300000u /* longest process/read long-poll */
 #define WARD_XS_MAX_PROCESS_ID 256u /* bytes of a processId */
+#define WARD_XS_MAX_METADATA 256 /* bytes of metadata.threadId and metadata.toolCallId */
 #define WARD_XS_MAX_ARGV ((size_t)1 << 20) /* bytes of argv (and of env) */
 
 struct ward__xserver;
@@ -54,6 +55,10 @@ struct ward__xserver_config {
 	size_t retain_total; /* every process's retained output together; 0: default */
 	unsigned detached_ttl_ms; /* 0: default */
 	unsigned exited_ttl_ms; /* 0: default */
+	/* The audit log every started process goes to (approval/audit.c), or NULL: none. */
+	const char *audit_path;
+	/* ward's own directory (the audit log's), read-only in every sandbox that could write it. */
+	const char *own_dir;
 };
 
 WARD_INTERNAL int ward__xserver_new(struct ward__loop *l, const struct ward__xserver_config *c,

@@ -48,6 +48,7 @@
 #include "execserver/fswire.h"
 #include "execserver/xpolicy.h"
 #include "policy/policy.h"
+#include "rpc/args.h"
 #include "sandbox/sandbox.h"
 
 /* Codex's limits on file handles and blocks. */
@@ -82,6 +83,8 @@ struct pending {
 
 struct run {
 	struct ward__xfs *fs; /* NULL once the connection is gone: the operation still finishes */
+	struct ward__xfs_orphans *orphans; /* where it waits for its end once fs is gone */
+	struct run *orphan_prev, *orphan_next;
 	struct pending *p;
 	struct ward__proc *proc;
 	struct ward_policy *policy;
@@ -92,6 +95,8 @@ struct run {
 
 struct ward__xfs {
 	struct ward__loop *loop;
+	struct ward__xfs_orphans *orphans;
+	const char *own_dir;
 	const struct ward_policy *tmpl;
 	char *cwd;
 	bool allow_unsandboxed;
@@ -420,6 +425,47 @@ static void run_free(struct run *run)
 
 static void pump(struct ward__xfs *fs);
 
+static void orphan_unlink(struct run *run)
+{
+	if (!run->orphans)
+		return;
+	if (run->orphan_prev)
+		run->orphan_prev->orphan_next = run->orphan_next;
+	else
+		run->orphans->head = run->orphan_next;
+	if (run->orphan_next)
+		run->orphan_next->orphan_prev = run->orphan_prev;
+	run->orphans = NULL;
+	run->orphan_prev = run->orphan_next = NULL;
+}
+
+/* Its connection went: the operation finishes on its own, the server ends it at the latest. */
+static void orphan_adopt(struct ward__xfs_orphans *o, struct run *run)
+{
+	run->fs = NULL;
+	if (!o)
+		return;
+	run->orphans = o;
+	run->orphan_prev = NULL;
+	run->orphan_next = o->head;
+	if (o->head)
+		o->head->orphan_prev = run;
+	o->head = run;
+}
+
+void ward__xfs_orphans_release(struct ward__xfs_orphans *o)
+{
+	while (o && o->head) {
+		struct run *run = o->head;
+
+		orphan_unlink(run);
+		/* Answers nobody, but lets whoever asked free what it kept for the answer. */
+		reply_error(run->p, WARD_XFS_INTERNAL, "the server is shutting down");
+		pending_free(run->p);
+		run_free(run);
+	}
+}
+
 static void on_run_output(struct ward__proc *pr, enum ward__proc_stream stream, const uint8_t *data,
 			  size_t len, void *userdata)
 {
@@ -547,6 +593,7 @@ static void on_run_closed(struct ward__proc *pr, void *userdata)
 
 	ward__xfs_res_init(&res);
 	run_outcome(run, &res);
+	orphan_unlink(run);
 	if (fs)
 		fs_enter(fs);
 	finish(fs, run->p, &res);
@@ -728,8 +775,8 @@ static void do_operation(struct ward__xfs *fs, struct pending *p)
 		if (s && ward__path_or_file_uri(s, &sandbox_cwd) >= 0)
 			cwd = sandbox_cwd;
 	}
-	r = ward__xs_build_policy(fs->tmpl, fs->allow_unsandboxed, p->params, cwd, &policy,
-				  &sandboxed, &e);
+	r = ward__xs_build_policy(fs->tmpl, fs->allow_unsandboxed, fs->own_dir, p->params, cwd,
+				  &policy, &sandboxed, &e);
 	if (r < 0) {
 		reply_error(p,
 			    r == -EPERM		   ? WARD_XFS_INVALID_REQUEST
@@ -846,7 +893,7 @@ static void fs_destroy(struct ward__xfs *fs)
 		pending_free(p);
 	}
 	if (fs->running)
-		fs->running->fs = NULL;
+		orphan_adopt(fs->orphans, fs->running);
 	free(fs->cwd);
 	free(fs);
 }
@@ -880,6 +927,8 @@ void ward__xfs_handle(struct ward__loop *l, struct ward__xfs *fs,
 		fs->loop = l;
 		fs->tmpl = ctx->policy;
 		fs->allow_unsandboxed = ctx->allow_unsandboxed;
+		fs->orphans = ctx->orphans;
+		fs->own_dir = ctx->own_dir;
 		fs->cwd = strdup(ctx->cwd ? ctx->cwd : "/");
 	}
 	p->reply = reply;
@@ -887,7 +936,13 @@ void ward__xfs_handle(struct ward__loop *l, struct ward__xfs *fs,
 	p->m = ward__xfs_method_from_name(method);
 	p->params = json_incref(params);
 	p->parsed = ward__xfs_args_parse(p->m, params, &p->a) == 0;
-	p->bytes = p->a.data_len + p->a.bytes_len + 1024;
+	/*
+	 * What the request holds while it waits: the whole params object (its
+	 * arguments point into it), members ward ignores included, and what was
+	 * decoded from it. A huge unknown member is charged like data.
+	 */
+	p->bytes = ward__json_weight(params, XFS_QUEUED_BYTES) + p->a.data_len + p->a.bytes_len +
+		sizeof(*p);
 	if (!fs->cwd || fs->n_queued >= XFS_MAX_QUEUED ||
 	    fs->queued_bytes + p->bytes > XFS_QUEUED_BYTES) {
 		reply_error(p, WARD_XFS_INTERNAL,

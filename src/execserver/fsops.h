@@ -23,10 +23,20 @@
 /* Per-connection state: the open file handles (at most 128, ids of at most 32 bytes). */
 struct ward__xfs;
 
+/*
+ * The server's: operations still running whose connection went. They finish
+ * on their own (answering nobody); the server ends those left when it ends.
+ */
+struct ward__xfs_orphans {
+	struct run *head;
+};
+
 struct ward__xfs_context {
 	const struct ward_policy *policy; /* the server's template (for the sandbox's defaults) */
 	const char *cwd; /* the server's working directory */
 	bool allow_unsandboxed; /* a request without sandbox runs unsandboxed (else in the template) */
+	struct ward__xfs_orphans *orphans; /* the server's, outliving every connection */
+	const char *own_dir; /* ward's own directory, kept read-only in sandboxes (or NULL) */
 };
 
 /*
@@ -40,6 +50,8 @@ typedef void (*ward__xfs_reply_fn)(void *reply_ctx, json_t *result, int code, co
 WARD_INTERNAL int ward__xfs_new(struct ward__xfs **ret);
 /* Closes the handles; operations still running answer through their callbacks. Accepts NULL. */
 WARD_INTERNAL void ward__xfs_free(struct ward__xfs *fs);
+/* Kills the orphaned operations and frees them (each answers nobody). */
+WARD_INTERNAL void ward__xfs_orphans_release(struct ward__xfs_orphans *o);
 /* True for the filesystem methods ward serves ("fs/readFile", ...). */
 WARD_INTERNAL bool ward__xfs_is_method(const char *method);
 /* Handles one request (method is one of ward__xfs_is_method()). */

@@ -255,8 +255,8 @@ static int build_env(struct ward__xserver *s, json_t *params, const struct ward_
 static int build_policy(struct ward__xserver *s, json_t *params, const char *cwd,
 			struct ward_policy **ret, bool *ret_sandboxed, struct ward_error *e)
 {
-	return ward__xs_build_policy(s->policy, s->cfg.allow_unsandboxed, params, cwd, ret,
-				     ret_sandboxed, e);
+	return ward__xs_build_policy(s->policy, s->cfg.allow_unsandboxed, s->cfg.own_dir, params,
+				     cwd, ret, ret_sandboxed, e);
 }
 
 static char *json_quote(const char *s)
@@ -268,29 +268,51 @@ static char *json_quote(const char *s)
 	return out;
 }
 
+/*
+ * Codex's metadata: {threadId, toolCallId}, both optional strings, kept with
+ * the process for the audit log (which tool call ran what). Members beyond
+ * these are ignored like any other; a known one of the wrong type is not.
+ */
+static int parse_metadata(json_t *v, char **ret_thread, char **ret_tool_call, char *why,
+			  size_t size)
+{
+	static const char *const names[] = {"threadId", "toolCallId"};
+	char **rets[] = {ret_thread, ret_tool_call};
+
+	if (!v || json_is_null(v))
+		return 0;
+	if (!json_is_object(v)) {
+		snprintf(why, size, "'metadata' must be an object");
+		return -1;
+	}
+	for (size_t i = 0; i < ELEMENTSOF(names); i++) {
+		const char *str = NULL;
+
+		if (ward__arg_str(v, names[i], &str, NULL, why, size) < 0)
+			return -1;
+		if (!str)
+			continue;
+		if (strlen(str) > WARD_XS_MAX_METADATA) {
+			snprintf(why, size, "'metadata.%s' is longer than %d bytes", names[i],
+				 WARD_XS_MAX_METADATA);
+			return -1;
+		}
+		*rets[i] = strdup(str);
+		if (!*rets[i]) {
+			snprintf(why, size, "out of memory");
+			return -1;
+		}
+	}
+	return 0;
+}
+
 void ward__xs_handle_start(struct xconn *x, const struct ward__rpc_msg *m)
 {
-	static const char *const keys[] = {"processId",
-					   "argv",
-					   "cwd",
-					   "env",
-					   "envPolicy",
-					   "tty",
-					   "pipeStdin",
-					   "arg0",
-					   "sandbox",
-					   "enforceManagedNetwork",
-					   "managedNetwork",
-					   "networkProxy",
-					   "timeoutMs",
-					   "wardPolicy",
-					   "rows",
-					   "cols",
-					   NULL};
 	struct ward__xserver *s = x->srv;
 	struct xsession *se = x->sess;
 	json_t *params = m->params;
 	const char *pid = NULL, *cwd_s = NULL, *arg0 = NULL;
+	_cleanup_free_ char *thread = NULL, *tool_call = NULL;
 	_cleanup_free_ char *cwd = NULL;
 	_cleanup_strv_free_ char **argv = NULL, **envp = NULL;
 	_cleanup_free_ char *exec_path = NULL;
@@ -308,8 +330,7 @@ void ward__xs_handle_start(struct xconn *x, const struct ward__rpc_msg *m)
 				     "process/start needs params");
 		return;
 	}
-	if (!ward__check_keys(params, keys, why, sizeof(why)) ||
-	    ward__arg_str(params, "processId", &pid, NULL, why, sizeof(why)) < 0 ||
+	if (ward__arg_str(params, "processId", &pid, NULL, why, sizeof(why)) < 0 ||
 	    ward__arg_str(params, "cwd", &cwd_s, NULL, why, sizeof(why)) < 0 ||
 	    ward__arg_str(params, "arg0", &arg0, NULL, why, sizeof(why)) < 0 ||
 	    ward__arg_bool(params, "tty", &tty, why, sizeof(why)) < 0 ||
@@ -328,7 +349,9 @@ void ward__xs_handle_start(struct xconn *x, const struct ward__rpc_msg *m)
 				     WARD_XS_MAX_PROCESS_ID);
 		return;
 	}
-	if (parse_argv(json_object_get(params, "argv"), &argv, why, sizeof(why)) < 0) {
+	if (parse_argv(json_object_get(params, "argv"), &argv, why, sizeof(why)) < 0 ||
+	    parse_metadata(json_object_get(params, "metadata"), &thread, &tool_call, why,
+			   sizeof(why)) < 0) {
 		ward__xs_reply_error(x, &m->id, WARD_RPC_INVALID_PARAMS, "%s", why);
 		return;
 	}
@@ -343,14 +366,6 @@ void ward__xs_handle_start(struct xconn *x, const struct ward__rpc_msg *m)
 			ward__xs_reply_error(x, &m->id, WARD_RPC_INTERNAL_ERROR, "out of memory");
 			return;
 		}
-	}
-	/* As Codex: a cwd that is not a directory fails the start (an internal error there). */
-	if (stat(cwd, &st) < 0 || !S_ISDIR(st.st_mode)) {
-		int why_errno = stat(cwd, &st) < 0 ? errno : ENOTDIR;
-
-		ward__xs_reply_error(x, &m->id, WARD_RPC_INTERNAL_ERROR, "cwd %s: %s", cwd,
-				     strerror(why_errno));
-		return;
 	}
 	if (managed ||
 	    (json_object_get(params, "managedNetwork") &&
@@ -396,6 +411,24 @@ void ward__xs_handle_start(struct xconn *x, const struct ward__rpc_msg *m)
 			"%s", e.message);
 		goto fail;
 	}
+	/*
+	 * As Codex, a cwd that is not a directory fails the start (an internal
+	 * error there). Under a policy that hides paths (deny-read) the sandbox
+	 * decides instead, when it enters the directory: the server sees what
+	 * the sandbox hides (it would tell a hidden directory, a hidden file and
+	 * a missing path apart), so it does not look; the process then ends at
+	 * once with the sandbox's own answer as its failure.
+	 */
+	if (!(p->sandboxed && p->policy->n_deny > 0) &&
+	    (stat(cwd, &st) < 0 || !S_ISDIR(st.st_mode))) {
+		int why_errno = stat(cwd, &st) < 0 ? errno : ENOTDIR;
+
+		ward__xs_reply_error(x, &m->id, WARD_RPC_INTERNAL_ERROR, "cwd %s: %s", cwd,
+				     strerror(why_errno));
+		goto fail;
+	}
+	p->thread = TAKE_PTR(thread);
+	p->tool_call = TAKE_PTR(tool_call);
 	if (build_env(s, params, p->policy, &envp, why, sizeof(why)) < 0) {
 		ward__xs_reply_error(x, &m->id, WARD_RPC_INVALID_PARAMS, "%s", why);
 		goto fail;
@@ -443,11 +476,14 @@ void ward__xs_handle_start(struct xconn *x, const struct ward__rpc_msg *m)
 	ward__xs_reply(x, &m->id,
 		       json_pack("{s:s, s:s}", "processId", pid, "sandboxType",
 				 p->sandboxed ? "linuxSeccomp" : "none"));
+	ward__xs_audit_start(s, p, argv, cwd);
 	return;
 fail:
 	ward_policy_free(p->policy);
 	free(p->id);
 	free(p->id_json);
+	free(p->thread);
+	free(p->tool_call);
 	free(p);
 }
 

@@ -167,6 +167,20 @@ void ward__xs_read_free(struct xread *r)
 }
 
 /*
+ * sandboxDenied as Codex's client reads it: the process failed because the
+ * sandbox refused it something, so that asking to run it again outside the
+ * sandbox makes sense (Codex's orchestrator may offer exactly that, and
+ * reports a zero wall time on this path). So: sandboxed, a non-zero exit,
+ * and a refusal the sandbox itself reported; never on success, never
+ * guessed from the output as Codex's own server does. What was refused, to
+ * the last access, is in "denials" whatever the exit.
+ */
+static bool sandbox_denied(const struct xproc *p)
+{
+	return p->sandboxed && p->exited && p->exit_code != 0 && p->denied > 0;
+}
+
+/*
  * The process/read result: the retained chunks after after_seq, within
  * max_bytes of decoded output (0: no limit) but at least one, never split.
  * nextSeq follows Codex's rule, which its client's reconnect recovery checks:
@@ -204,7 +218,7 @@ json_t *ward__xs_read_result(struct xproc *p, uint64_t after_seq, size_t max_byt
 			 p->exited && p->exit_code >= 0 ? json_integer(p->exit_code) : json_null(),
 			 "closed", p->closed, "failure",
 			 p->failure ? json_string(p->failure) : json_null(), "sandboxDenied",
-			 p->denied > 0);
+			 sandbox_denied(p));
 }
 
 /*
@@ -337,7 +351,7 @@ static void on_proc_exited(struct ward__proc *pr, void *userdata)
 		json_t *params =
 			json_pack("{s:s, s:I, s:i, s:b, s:o}", "processId", p->id, "seq",
 				  (json_int_t)++p->seq, "exitCode", p->exit_code, "sandboxDenied",
-				  p->denied > 0, "denials", denials_json(pr));
+				  sandbox_denied(p), "denials", denials_json(pr));
 
 		if (ward__proc_timed_out(pr))
 			json_object_set_new(params, "timedOut", json_true());
@@ -414,6 +428,8 @@ void ward__xs_proc_free(struct xproc *p)
 		free(p->write_ids[i]);
 	free(p->write_ids);
 	free(p->failure);
+	free(p->thread);
+	free(p->tool_call);
 	free(p->id_json);
 	free(p->id);
 	free(p);

@@ -231,6 +231,7 @@ static void handle_initialize(struct xconn *x, const struct ward__rpc_msg *m)
 		ward__loop_del_timer(s->loop, se->ttl_timer);
 		se->ttl_timer = 0;
 		se->detached_at = 0;
+		snprintf(se->client, sizeof(se->client), "%s", client);
 	} else {
 		se = calloc(1, sizeof(*se));
 		if (!se) {
@@ -244,6 +245,7 @@ static void handle_initialize(struct xconn *x, const struct ward__rpc_msg *m)
 			return;
 		}
 		uuid_v4(se->id);
+		snprintf(se->client, sizeof(se->client), "%s", client);
 		se->next = s->sessions;
 		if (s->sessions)
 			s->sessions->prev = se;
@@ -293,6 +295,8 @@ static void handle_fs(struct xconn *x, const struct ward__rpc_msg *m)
 		.policy = x->srv->policy,
 		.cwd = x->srv->cwd,
 		.allow_unsandboxed = x->srv->cfg.allow_unsandboxed,
+		.orphans = &x->srv->fs_orphans,
+		.own_dir = x->srv->cfg.own_dir,
 	};
 	struct xfsop *op = calloc(1, sizeof(*op));
 
@@ -583,6 +587,7 @@ void ward__xserver_free(struct ward__xserver *s)
 		ward__conn_abort(s->conns->c);
 	while (s->sessions)
 		session_free(s->sessions);
+	ward__xfs_orphans_release(&s->fs_orphans);
 	ward_policy_free(s->policy);
 	ward__buf_release(&s->notify_buf);
 	free(s->cwd);

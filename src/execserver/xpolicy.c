@@ -9,9 +9,9 @@
 #include "execserver/xpolicy.h"
 #include "policy/policy.h"
 
-int ward__xs_build_policy(const struct ward_policy *tmpl, bool allow_unsandboxed, json_t *params,
-			  const char *cwd, struct ward_policy **ret, bool *ret_sandboxed,
-			  struct ward_error *e)
+int ward__xs_build_policy(const struct ward_policy *tmpl, bool allow_unsandboxed,
+			  const char *own_dir, json_t *params, const char *cwd,
+			  struct ward_policy **ret, bool *ret_sandboxed, struct ward_error *e)
 {
 	json_t *sb = json_object_get(params, "sandbox");
 	json_t *own = json_object_get(params, "wardPolicy");
@@ -87,6 +87,14 @@ int ward__xs_build_policy(const struct ward_policy *tmpl, bool allow_unsandboxed
 		return ward__error(e, -EPERM, "policy",
 				   "this server runs every process in a sandbox (start it with "
 				   "--allow-unsandboxed to allow processes without one)");
+	}
+	/* Only a workspace-write sandbox has writable roots ward's own directory could lie in. */
+	if (own_dir && p->mode == WARD_MODE_WORKSPACE_WRITE) {
+		r = ward_policy_add_protect(p, own_dir);
+		if (r < 0) {
+			ward_policy_free(p);
+			return ward__error(e, r, "policy", "cannot set up the policy: %m");
+		}
 	}
 	r = ward_policy_resolve(p, e);
 	if (r < 0) {

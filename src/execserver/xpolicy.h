@@ -20,9 +20,12 @@
  * The template is copied; a request's own policy gets its workspace at the
  * sandbox's cwd, else cwd (absolute); the server's template keeps its own
  * (cwd is then only where a command starts). A result that is
- * danger-full-access is refused (-EPERM) unless allow_unsandboxed. The
- * policy returned is resolved; *ret_sandboxed tells whether it sandboxes.
+ * danger-full-access is refused (-EPERM) unless allow_unsandboxed. own_dir
+ * (ward's own directory, the audit log's; or NULL) is kept read-only in a
+ * workspace-write result. The policy returned is resolved; *ret_sandboxed
+ * tells whether it sandboxes.
  */
 WARD_INTERNAL int ward__xs_build_policy(const struct ward_policy *tmpl, bool allow_unsandboxed,
-					json_t *params, const char *cwd, struct ward_policy **ret,
-					bool *ret_sandboxed, struct ward_error *e);
+					const char *own_dir, json_t *params, const char *cwd,
+					struct ward_policy **ret, bool *ret_sandboxed,
+					struct ward_error *e);

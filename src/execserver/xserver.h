@@ -8,6 +8,7 @@
 #include "basic/macro.h"
 #include "exec/proc.h"
 #include "execserver/execserver.h"
+#include "execserver/fsops.h"
 #include "rpc/jsonrpc.h"
 #include "transport/transport.h"
 #include "ward/ward.h"
@@ -69,6 +70,7 @@ struct xproc {
 	char *id_json; /* the id as a JSON string, for the hand-built notifications */
 	struct ward__proc *proc;
 	struct ward_policy *policy;
+	char *thread, *tool_call; /* Codex's metadata, or NULL */
 	bool sandboxed;
 	bool tty, pipe_stdin;
 	uint64_t seq; /* the last seq used */
@@ -95,6 +97,8 @@ struct xproc {
 struct xsession {
 	struct ward__xserver *srv;
 	char id[37];
+	char client
+		[65]; /* the clientName of its last initialize, cut to 64 bytes, for the audit log */
 	struct xconn *conn;
 	/* Sandboxes prepared for this session's policies, while one connection holds it. */
 	struct ward__proc_pool *pool;
@@ -126,6 +130,8 @@ struct ward__xserver {
 	size_t retained_total;
 	struct xproc *lru_head, *lru_tail;
 	char *cwd;
+	bool audit_failed; /* the audit log could not be written (said once) */
+	struct ward__xfs_orphans fs_orphans; /* fs operations whose connection went */
 };
 
 /* send.c: what goes to a connection (x may be NULL: nothing is sent). */
@@ -151,6 +157,10 @@ WARD_INTERNAL json_t *ward__xs_read_result(struct xproc *p, uint64_t after_seq, 
 /* The loop timer of a waiting read: it answers with what there is. */
 WARD_INTERNAL void ward__xs_on_read_timeout(struct ward__loop *l, void *userdata);
 WARD_INTERNAL void ward__xs_read_free(struct xread *r);
+
+/* audit.c: a started process in the audit log (nothing when the server keeps none). */
+WARD_INTERNAL void ward__xs_audit_start(struct ward__xserver *s, const struct xproc *p,
+					char *const *argv, const char *cwd);
 
 /* procmethods.c: the process methods, on an initialized connection. */
 WARD_INTERNAL void ward__xs_handle_start(struct xconn *x, const struct ward__rpc_msg *m);

@@ -347,6 +347,8 @@ static int approval_run(struct mcp *m, struct pending *p, struct ward_error *e)
 		add_note(ap, "ran outside the sandbox (approved)");
 	}
 	r = ward__sessions_exec(m->sessions, &a, on_approved_done, p, &p->call, e);
+	if (r >= 0)
+		ward__mcp_audit_start(m, p, a.cmd, a.workdir, ap->act.sandboxed);
 	/*
 	 * A run that starts after a question has no session call when the
 	 * tools/call arrives: its progress is attached here, or the client
@@ -581,9 +583,6 @@ void ward__mcp_handle_response(struct mcp *m, const struct ward__rpc_msg *msg)
 static int parse_additional(const json_t *v, struct ward_approval_request *req, char *why,
 			    size_t size)
 {
-	static const char *const top[] = {"network", "file_system", NULL};
-	static const char *const net_keys[] = {"enabled", NULL};
-	static const char *const fs_keys[] = {"read", "write", NULL};
 	json_t *net = json_object_get(v, "network"), *fs = json_object_get(v, "file_system"), *x;
 	size_t i;
 
@@ -591,13 +590,10 @@ static int parse_additional(const json_t *v, struct ward_approval_request *req, 
 		snprintf(why, size, "'additional_permissions' must be an object");
 		return -1;
 	}
-	if (!ward__check_keys(v, top, why, size))
-		return -1;
 	if (net && !json_is_null(net)) {
 		bool on = false;
 
-		if (!json_is_object(net) || !ward__check_keys(net, net_keys, why, size) ||
-		    ward__arg_bool(net, "enabled", &on, why, size) < 0) {
+		if (!json_is_object(net) || ward__arg_bool(net, "enabled", &on, why, size) < 0) {
 			if (!json_is_object(net))
 				snprintf(why, size,
 					 "'additional_permissions.network' must be an object");
@@ -610,10 +606,8 @@ static int parse_additional(const json_t *v, struct ward_approval_request *req, 
 	}
 	if (!fs || json_is_null(fs))
 		return 0;
-	if (!json_is_object(fs) || !ward__check_keys(fs, fs_keys, why, size)) {
-		if (!json_is_object(fs))
-			snprintf(why, size,
-				 "'additional_permissions.file_system' must be an object");
+	if (!json_is_object(fs)) {
+		snprintf(why, size, "'additional_permissions.file_system' must be an object");
 		return -1;
 	}
 	for (int w = 0; w < 2; w++) {

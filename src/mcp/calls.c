@@ -36,20 +36,6 @@ static void on_session_done(struct ward__session_reply *r, void *userdata)
 
 static json_t *call_exec(struct mcp *m, struct pending *p, const json_t *args)
 {
-	static const char *const keys[] = {"cmd",
-					   "workdir",
-					   "tty",
-					   "yield_time_ms",
-					   "max_output_tokens",
-					   "shell",
-					   "login",
-					   "until",
-					   "until_any_output",
-					   "sandbox_permissions",
-					   "justification",
-					   "prefix_rule",
-					   "additional_permissions",
-					   NULL};
 	struct ward__exec_args a = {.yield_ms = -1, .max_output_tokens = -1, .login = -1};
 	struct ward_error e = {0};
 	const char *sp = NULL;
@@ -57,8 +43,7 @@ static json_t *call_exec(struct mcp *m, struct pending *p, const json_t *args)
 	bool login = true;
 	int q;
 
-	if (!ward__check_keys(args, keys, why, sizeof(why)) ||
-	    ward__arg_str(args, "cmd", &a.cmd, NULL, why, sizeof(why)) < 0 ||
+	if (ward__arg_str(args, "cmd", &a.cmd, NULL, why, sizeof(why)) < 0 ||
 	    ward__arg_str(args, "workdir", &a.workdir, NULL, why, sizeof(why)) < 0 ||
 	    ward__arg_bool(args, "tty", &a.tty, why, sizeof(why)) < 0 ||
 	    ward__arg_int(args, "yield_time_ms", 0, INT32_MAX, &a.yield_ms, why, sizeof(why)) < 0 ||
@@ -87,21 +72,19 @@ static json_t *call_exec(struct mcp *m, struct pending *p, const json_t *args)
 			"as it is, or ask the person to run it");
 	if (ward__sessions_exec(m->sessions, &a, on_session_done, p, &p->call, &e) < 0)
 		return ward__mcp_tool_error(m, "%s", e.message);
+	ward__mcp_audit_start(m, p, a.cmd, a.workdir,
+			      m->cfg->policy->mode != WARD_MODE_DANGER_FULL_ACCESS);
 	return NULL;
 }
 
 static json_t *call_write(struct mcp *m, struct pending *p, const json_t *args)
 {
-	static const char *const keys[] = {
-		"session_id",	    "chars", "yield_time_ms", "max_output_tokens", "until",
-		"until_any_output", NULL};
 	struct ward__write_args a = {.chars = "", .yield_ms = -1, .max_output_tokens = -1};
 	struct ward_error e = {0};
 	int64_t id = -1;
 	char why[160];
 
-	if (!ward__check_keys(args, keys, why, sizeof(why)) ||
-	    ward__arg_int(args, "session_id", 0, INT32_MAX, &id, why, sizeof(why)) < 0 ||
+	if (ward__arg_int(args, "session_id", 0, INT32_MAX, &id, why, sizeof(why)) < 0 ||
 	    ward__arg_str(args, "until", &a.until, &a.until_len, why, sizeof(why)) < 0 ||
 	    ward__arg_bool(args, "until_any_output", &a.until_any_output, why, sizeof(why)) < 0 ||
 	    ward__arg_str(args, "chars", &a.chars, &a.len, why, sizeof(why)) < 0 ||
@@ -119,13 +102,11 @@ static json_t *call_write(struct mcp *m, struct pending *p, const json_t *args)
 
 static json_t *call_kill(struct mcp *m, struct pending *p, const json_t *args)
 {
-	static const char *const keys[] = {"session_id", NULL};
 	struct ward_error e = {0};
 	int64_t id = -1;
 	char why[160];
 
-	if (!ward__check_keys(args, keys, why, sizeof(why)) ||
-	    ward__arg_int(args, "session_id", 0, INT32_MAX, &id, why, sizeof(why)) < 0)
+	if (ward__arg_int(args, "session_id", 0, INT32_MAX, &id, why, sizeof(why)) < 0)
 		return ward__mcp_tool_error(m, "invalid arguments: %s", why);
 	if (id < 0)
 		return ward__mcp_tool_error(m, "invalid arguments: 'session_id' is required");
@@ -136,18 +117,16 @@ static json_t *call_kill(struct mcp *m, struct pending *p, const json_t *args)
 
 static json_t *call_list(struct mcp *m, const json_t *args)
 {
-	static const char *const keys[] = {NULL};
-	json_t *list;
-	char why[160], *text;
+	json_t *list, *res;
+	char *text;
 
-	if (!ward__check_keys(args, keys, why, sizeof(why)))
-		return ward__mcp_tool_error(m, "invalid arguments: %s", why);
 	list = ward__sessions_list(m->sessions);
-	if (!list)
+	res = list ? json_pack("{s:o}", "sessions", list) : NULL;
+	if (!res)
 		return ward__mcp_tool_error(m, "out of memory");
-	text = json_array_size(list) == 0 ? strdup("No sessions are open.")
-					  : json_dumps(list, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
-	return ward__mcp_tool_result(m, text, json_pack("{s:o}", "sessions", list), false);
+	/* One shape: the text is the structured result as JSON, for clients that show text. */
+	text = json_dumps(res, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+	return ward__mcp_tool_result(m, text, res, false);
 }
 
 void ward__mcp_handle_tools_call(struct mcp *m, const struct ward__rpc_msg *msg)

@@ -47,6 +47,8 @@ struct ward__mcp_config {
 	 * ward_approver_protect().
 	 */
 	struct ward_approver *approver;
+	/* Every command started goes to this audit log (approval/audit.c), or NULL: none. */
+	const char *audit_path;
 };
 
 /*

@@ -65,6 +65,8 @@ struct pending {
 	uint64_t call;
 	enum tool tool;
 	json_t *progress_token;
+	/* Who asked, from the call's _meta, for the audit log: the client's thread and tool call. */
+	char *thread, *tool_call;
 	uint64_t last_progress;
 	struct approval *ap;
 };
@@ -85,6 +87,8 @@ struct mcp {
 	bool shutting_down;
 	uint64_t drain_timer;
 	bool elicitation; /* the client can ask its user (form elicitation) */
+	char client[65]; /* initialize's clientInfo.name, cut to 64 bytes, for the audit log */
+	bool audit_failed; /* the audit log could not be written (said once) */
 	int64_t next_request_id; /* ids of ward's own requests to the client */
 };
 
@@ -100,6 +104,10 @@ WARD_INTERNAL json_t *ward__mcp_tool_result(struct mcp *m, char *text, json_t *s
 WARD_INTERNAL json_t *ward__mcp_tool_error(struct mcp *m, const char *fmt, ...) _printf_(2, 3);
 /* Whether a JSON value (a cancellation's requestId) names this id. */
 WARD_INTERNAL bool ward__mcp_id_matches(const struct ward__rpc_id *id, const json_t *v);
+
+/* pending.c: a command started for a call, in the audit log (nothing without one). */
+WARD_INTERNAL void ward__mcp_audit_start(struct mcp *m, const struct pending *p, const char *cmd,
+					 const char *workdir, bool sandboxed);
 
 /* pending.c: the calls in flight. */
 WARD_INTERNAL struct pending *ward__mcp_pending_new(struct mcp *m, const struct ward__rpc_msg *msg,

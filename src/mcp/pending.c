@@ -6,6 +6,7 @@
  */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "basic/loop.h"
 #include "approval/approval.h"
@@ -45,6 +46,8 @@ void ward__mcp_pending_free(struct mcp *m, struct pending *p)
 	m->n_pending--;
 	ward__rpc_id_release(&p->id);
 	json_decref(p->progress_token);
+	free(p->thread);
+	free(p->tool_call);
 	free(p);
 }
 
@@ -78,6 +81,56 @@ uint64_t ward__mcp_progress_interval_ms(const struct mcp *m)
 	return m->cfg->progress_interval_ms > 0 ? (uint64_t)m->cfg->progress_interval_ms : 1000;
 }
 
+/*
+ * Who asked for a call, as clients name it in _meta: Codex its threadId and
+ * callId, Claude Code its claudecode/toolUseId. Kept for the audit log only,
+ * so a string of a sane length or nothing.
+ */
+static const char *const thread_keys[] = {"threadId", "sessionId"};
+static const char *const tool_call_keys[] = {"callId", "claudecode/toolUseId", "toolCallId"};
+
+static char *meta_string(const json_t *meta, const char *const *keys, size_t n)
+{
+	for (size_t i = 0; meta && i < n; i++) {
+		const char *s = json_string_value(json_object_get(meta, keys[i]));
+
+		if (s && s[0])
+			return strndup(s, 256);
+	}
+	return NULL;
+}
+
+void ward__mcp_audit_start(struct mcp *m, const struct pending *p, const char *cmd,
+			   const char *workdir, bool sandboxed)
+{
+	const char *argv[] = {cmd};
+	struct ward__audit_record rec = {
+		.event = "start",
+		.argv = argv,
+		.argc = 1,
+		.cwd = workdir,
+		.source = "client",
+		.sandbox = sandboxed ? ward_policy_mode_to_string(m->cfg->policy->mode)
+				     : "danger-full-access",
+		.client = m->client[0] ? m->client : NULL,
+		.thread = p->thread,
+		.tool_call = p->tool_call,
+		.sandboxed = sandboxed,
+		.no_exit_code = true,
+	};
+	int r;
+
+	if (!m->cfg->audit_path)
+		return;
+	r = ward__audit_append(m->cfg->audit_path, &rec);
+	/* Said once on stderr: a log that cannot be written must not go unnoticed. */
+	if (r < 0 && !m->audit_failed) {
+		m->audit_failed = true;
+		fprintf(stderr, "ward mcp: cannot write the audit log '%s': %s\n",
+			m->cfg->audit_path, strerror(-r));
+	}
+}
+
 struct pending *ward__mcp_pending_new(struct mcp *m, const struct ward__rpc_msg *msg,
 				      const json_t *params, enum tool tool)
 {
@@ -95,6 +148,8 @@ struct pending *ward__mcp_pending_new(struct mcp *m, const struct ward__rpc_msg 
 	p->tool = tool;
 	if (tok && (json_is_string(tok) || json_is_integer(tok)))
 		p->progress_token = json_incref(tok);
+	p->thread = meta_string(meta, thread_keys, ELEMENTSOF(thread_keys));
+	p->tool_call = meta_string(meta, tool_call_keys, ELEMENTSOF(tool_call_keys));
 	p->next = m->pending;
 	if (m->pending)
 		m->pending->prev = p;

@@ -65,17 +65,22 @@ static void add_approval_props(json_t *props)
 			  "items", "type", "string"));
 }
 
+/*
+ * The result of exec_command, write_stdin and kill_session, as the model
+ * reads it (session/reply.c says why it is laid out so).
+ */
 static json_t *reply_output_schema(void)
 {
-	return json_pack("{s:s, s:{s:{s:s}, s:{s:s}, s:{s:s}, s:{s:s}, s:{s:s}, s:{s:s}, s:{s:s},"
-			 " s:{s:[s,s]}, s:{s:[s,s]}, s:{s:s}, s:{s:s}, s:{s:s}}, s:[s,s]}",
-			 "type", "object", "properties", "chunk_id", "type", "string",
-			 "wall_time_seconds", "type", "number", "exit_code", "type", "integer",
-			 "session_id", "type", "integer", "original_token_count", "type", "integer",
-			 "output", "type", "string", "truncated", "type", "boolean",
-			 "sandbox_denied", "type", "boolean", "string", "denials", "type", "array",
-			 "string", "denials_dropped", "type", "integer", "note", "type", "string",
-			 "killed", "type", "boolean", "required", "wall_time_seconds", "output");
+	return json_pack(
+		"{s:s, s:{s:{s:s}, s:{s:s}, s:{s:s}, s:{s:s}, s:{s:s}, s:{s:s}, s:{s:s}, s:{s:s},"
+		" s:{s:[s,s]}, s:{s:[s,s], s:{s:s}}, s:{s:s}, s:{s:s}}, s:[s,s]}",
+		"type", "object", "properties", "chunk_id", "type", "string", "wall_time_seconds",
+		"type", "number", "exit_code", "type", "integer", "session_id", "type", "integer",
+		"original_token_count", "type", "integer", "truncated", "type", "boolean", "note",
+		"type", "string", "killed", "type", "boolean", "sandbox_denied", "type", "boolean",
+		"string", "denials", "type", "array", "string", "items", "type", "string",
+		"denials_dropped", "type", "integer", "output", "type", "string", "required",
+		"wall_time_seconds", "output");
 }
 
 static json_t *annotations(const char *title, bool read_only, bool destructive, bool idempotent,
@@ -126,7 +131,7 @@ json_t *ward__mcp_tools_list(struct mcp *m)
 	if (m->cfg->approver)
 		add_approval_props(props);
 	t = json_pack(
-		"{s:s, s:s, s:s, s:{s:s, s:o, s:[s], s:b}, s:o}", "name", "exec_command", "title",
+		"{s:s, s:s, s:s, s:{s:s, s:o, s:[s]}, s:o}", "name", "exec_command", "title",
 		"Run a command in a sandbox", "description",
 		"Runs a shell command inside an operating-system sandbox and returns what it "
 		"printed. Each call gets a fresh sandbox: the command can write only inside "
@@ -140,8 +145,7 @@ json_t *ward__mcp_tools_list(struct mcp *m)
 		"workspace, a network connection), the result lists exactly what, so you can "
 		"tell a sandbox refusal from an ordinary failure.",
 		"inputSchema", "type", "object", "properties", props, "required", "cmd",
-		"additionalProperties", 0, "annotations",
-		annotations("Run a command in a sandbox", false, true, false, net));
+		"annotations", annotations("Run a command in a sandbox", false, true, false, net));
 	if (m->structured)
 		json_object_set_new(t, "outputSchema", reply_output_schema());
 	json_array_append_new(tools, t);
@@ -165,7 +169,7 @@ json_t *ward__mcp_tools_list(struct mcp *m)
 			    prop("integer", "Most tokens of output to return (default 10000)."));
 	add_until_props(props);
 	t = json_pack(
-		"{s:s, s:s, s:s, s:{s:s, s:o, s:[s], s:b}, s:o}", "name", "write_stdin", "title",
+		"{s:s, s:s, s:s, s:{s:s, s:o, s:[s]}, s:o}", "name", "write_stdin", "title",
 		"Write to a session", "description",
 		"Writes characters to a session that exec_command left running and returns the "
 		"output produced since the previous call on it. With empty chars it polls: it "
@@ -174,20 +178,19 @@ json_t *ward__mcp_tools_list(struct mcp *m)
 		"interrupts any session. When the result says the process exited, the session "
 		"is gone.",
 		"inputSchema", "type", "object", "properties", props, "required", "session_id",
-		"additionalProperties", 0, "annotations",
-		annotations("Write to a session", false, true, false, net));
+		"annotations", annotations("Write to a session", false, true, false, net));
 	if (m->structured)
 		json_object_set_new(t, "outputSchema", reply_output_schema());
 	json_array_append_new(tools, t);
 
 	/* list_sessions */
-	t = json_pack("{s:s, s:s, s:s, s:{s:s, s:{}, s:b}, s:o}", "name", "list_sessions", "title",
+	t = json_pack("{s:s, s:s, s:s, s:{s:s, s:{}}, s:o}", "name", "list_sessions", "title",
 		      "List sessions", "description",
 		      "Lists the sessions still open: session_id, command, working directory, "
 		      "whether it is running or has exited (with its exit code), and how many "
 		      "bytes of output wait to be read with write_stdin.",
-		      "inputSchema", "type", "object", "properties", "additionalProperties", 0,
-		      "annotations", annotations("List sessions", true, false, true, false));
+		      "inputSchema", "type", "object", "properties", "annotations",
+		      annotations("List sessions", true, false, true, false));
 	if (m->structured)
 		json_object_set_new(t, "outputSchema",
 				    json_pack("{s:s, s:{s:{s:s, s:{s:s}}}, s:[s]}", "type",
@@ -198,12 +201,12 @@ json_t *ward__mcp_tools_list(struct mcp *m)
 	/* kill_session */
 	props = json_object();
 	json_object_set_new(props, "session_id", prop("integer", "The session to end."));
-	t = json_pack("{s:s, s:s, s:s, s:{s:s, s:o, s:[s], s:b}, s:o}", "name", "kill_session",
-		      "title", "End a session", "description",
+	t = json_pack("{s:s, s:s, s:s, s:{s:s, s:o, s:[s]}, s:o}", "name", "kill_session", "title",
+		      "End a session", "description",
 		      "Ends a session: every process in its sandbox is killed. Returns the output "
 		      "it printed since the last call and its exit status.",
 		      "inputSchema", "type", "object", "properties", props, "required",
-		      "session_id", "additionalProperties", 0, "annotations",
+		      "session_id", "annotations",
 		      annotations("End a session", false, true, true, false));
 	if (m->structured)
 		json_object_set_new(t, "outputSchema", reply_output_schema());

@@ -48,6 +48,10 @@ static void handle_initialize(struct mcp *m, const struct ward__rpc_msg *msg)
 			m->version = supported_versions[i];
 	m->structured = strcmp(m->version, "2025-06-18") >= 0;
 	m->initialized = true;
+	snprintf(m->client, sizeof(m->client), "%s",
+		 json_string_value(
+			 json_object_get(json_object_get(msg->params, "clientInfo"), "name"))
+			 ?: "");
 	/*
 	 * Form elicitation: since 2025-06-18; an empty object means form, else
 	 * "form" must be listed (2025-11-25 added URL mode).
@@ -281,6 +285,8 @@ int ward__mcp_serve(const struct ward__mcp_config *cfg, int in_fd, int out_fd,
 	r = ward__rpc_codec_init(&m.codec, WARD_RPC_JSONRPC2, &rl);
 	if (r < 0)
 		return ward__error(err, r, "mcp", "cannot set up the JSON-RPC codec: %m");
+	/* Its only reals are its own rounded wall times: written short, as a model should read them. */
+	m.codec.real_digits = 15;
 	r = ward__loop_new(&m.loop);
 	if (r < 0)
 		return ward__error(err, r, "mcp", "cannot create the event loop: %m");

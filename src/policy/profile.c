@@ -10,6 +10,11 @@
  * exactly is refused with a reason, never widened or narrowed silently: a
  * profile that reads only some paths (no `:root` read), deny globs, a
  * writable path inside a denied one, a workspace that is not writable.
+ *
+ * Members ward does not know are ignored, as Codex's own parser (serde
+ * without deny_unknown_fields) ignores them: a newer client's profile keeps
+ * working. Its restrictions are values, not members (an entry's access, a
+ * path's kind), and an unknown value is refused, as Codex refuses it.
  */
 #include <jansson.h>
 #include <limits.h>
@@ -115,19 +120,12 @@ static int parse_entry(json_t *ent, size_t idx, char *const *roots, size_t n_roo
 		       struct entries *e, const char *origin, struct ward_error *err)
 {
 	json_t *path = json_object_get(ent, "path"), *acc = json_object_get(ent, "access");
-	const char *key, *ptype;
-	json_t *v;
+	const char *ptype;
 	enum access a;
 	int r;
 
 	if (!json_is_object(ent))
 		PFAIL("file_system.entries[%zu]: expected an object", idx);
-	json_object_foreach(ent, key, v)
-	{
-		if (strcmp(key, "path") && strcmp(key, "access") &&
-		    strcmp(key, "missing_path_behavior"))
-			PFAIL("file_system.entries[%zu]: unknown field \"%.64s\"", idx, key);
-	}
 	if (parse_access(acc, &a) < 0)
 		PFAIL("file_system.entries[%zu].access: expected \"read\", \"write\" or \"deny\"",
 		      idx);
@@ -248,7 +246,7 @@ static int apply_managed(struct ward_policy *q, json_t *profile, char *const *ro
 {
 	json_t *fs = json_object_get(profile, "file_system");
 	json_t *entries, *v;
-	const char *key, *fstype;
+	const char *fstype;
 	struct entries e = {0};
 	const struct entry *root_rule;
 	const char *tmpdir = getenv("TMPDIR");
@@ -257,23 +255,12 @@ static int apply_managed(struct ward_policy *q, json_t *profile, char *const *ro
 	size_t idx;
 	int r;
 
-	json_object_foreach(profile, key, v)
-	{
-		if (strcmp(key, "type") && strcmp(key, "file_system") && strcmp(key, "network"))
-			PFAIL("unknown field \"%.64s\" for type \"managed\"", key);
-	}
 	r = parse_network(json_object_get(profile, "network"), &network, origin, err);
 	if (r < 0)
 		return r;
 	if (!json_is_object(fs) || !json_is_string(json_object_get(fs, "type")))
 		PFAIL("file_system: expected an object with a \"type\"");
 	fstype = json_string_value(json_object_get(fs, "type"));
-	json_object_foreach(fs, key, v)
-	{
-		if (strcmp(key, "type") && strcmp(key, "entries") &&
-		    strcmp(key, "glob_scan_max_depth"))
-			PFAIL("file_system: unknown field \"%.64s\"", key);
-	}
 	q->network = network;
 	q->network_set = true;
 	if (strcmp(fstype, "unrestricted") == 0) {
@@ -405,8 +392,6 @@ int ward__policy_apply_profile(struct ward_policy *p, json_t *profile, char *con
 {
 	struct ward_policy *q = NULL, tmp;
 	const char *type = json_string_value(json_object_get(profile, "type"));
-	const char *key;
-	json_t *v;
 	int r;
 
 	if (!origin)
@@ -422,32 +407,12 @@ int ward__policy_apply_profile(struct ward_policy *p, json_t *profile, char *con
 	if (strcmp(type, "managed") == 0) {
 		r = apply_managed(q, profile, roots, n_roots, origin, err);
 	} else if (strcmp(type, "disabled") == 0) {
-		json_object_foreach(profile, key, v)
-		{
-			if (strcmp(key, "type")) {
-				r = ward__error(err, -EINVAL, "policy",
-						"policy '%s': unknown field \"%.64s\" for type "
-						"\"disabled\"",
-						origin, key);
-				goto out;
-			}
-		}
 		q->mode = WARD_MODE_DANGER_FULL_ACCESS;
 		q->network = true;
 		q->network_set = true;
 	} else if (strcmp(type, "external") == 0) {
 		bool network;
 
-		json_object_foreach(profile, key, v)
-		{
-			if (strcmp(key, "type") && strcmp(key, "network")) {
-				r = ward__error(err, -EINVAL, "policy",
-						"policy '%s': unknown field \"%.64s\" for type "
-						"\"external\"",
-						origin, key);
-				goto out;
-			}
-		}
 		r = parse_network(json_object_get(profile, "network"), &network, origin, err);
 		if (r < 0)
 			goto out;

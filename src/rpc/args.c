@@ -7,27 +7,6 @@
 #include "basic/util.h"
 #include "rpc/args.h"
 
-/* Refuses arguments the schema does not have (additionalProperties: false). */
-bool ward__check_keys(const json_t *args, const char *const *allowed, char *why, size_t size)
-{
-	const char *key;
-	json_t *v;
-
-	json_object_foreach((json_t *)args, key, v)
-	{
-		bool ok = false;
-
-		for (const char *const *a = allowed; *a; a++)
-			if (strcmp(*a, key) == 0)
-				ok = true;
-		if (!ok) {
-			snprintf(why, size, "unknown argument '%.64s'", key);
-			return false;
-		}
-	}
-	return true;
-}
-
 /*
  * An integer argument: a JSON integer, an integral number (a model may write
  * 1000.0) or a string of digits. 0 absent (ret untouched), 1 present, -1 bad.
@@ -100,4 +79,53 @@ int ward__arg_str(const json_t *args, const char *name, const char **ret, size_t
 		return -1;
 	}
 	return 1;
+}
+
+/*
+ * What a JSON value holds in memory, roughly but never under: every value's
+ * node, every string's and key's bytes. Stops counting past limit (the
+ * answer is then above it): a queue only needs to know it does not fit.
+ */
+static size_t weight(const json_t *v, size_t limit, unsigned depth)
+{
+	size_t w = 64, i;
+	const char *key;
+	json_t *x;
+
+	if (depth > 256)
+		return limit + 1;
+	switch (json_typeof(v)) {
+	case JSON_STRING:
+		w += json_string_length(v);
+		break;
+	case JSON_ARRAY:
+		w += json_array_size(v) * sizeof(void *);
+		json_array_foreach((json_t *)v, i, x)
+		{
+			w += weight(x, limit, depth + 1);
+			if (w > limit)
+				return w;
+		}
+		break;
+	case JSON_OBJECT:
+		json_object_foreach((json_t *)v, key, x)
+		{
+			w += 64 + strlen(key) + weight(x, limit, depth + 1);
+			if (w > limit)
+				return w;
+		}
+		break;
+	case JSON_INTEGER:
+	case JSON_REAL:
+	case JSON_TRUE:
+	case JSON_FALSE:
+	case JSON_NULL:
+		break;
+	}
+	return w;
+}
+
+size_t ward__json_weight(const json_t *v, size_t limit)
+{
+	return v ? weight(v, limit, 0) : 0;
 }

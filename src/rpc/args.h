@@ -10,11 +10,13 @@
  * getter returns 1 when the member is present and valid (*ret written), 0
  * when it is absent or null (*ret untouched), -1 when it is invalid, with a
  * one-line reason in why (size bytes) naming the member.
+ *
+ * A member the method does not know is never looked at, so never refused:
+ * a client upgraded before the server (Codex adds members to its requests,
+ * as "metadata" in process/start) keeps working, as with Codex's own
+ * server. Only a known member of the wrong type or value is an error.
  */
 
-/* False (and why) when args has a member not in allowed (NULL-terminated). */
-WARD_INTERNAL bool ward__check_keys(const json_t *args, const char *const *allowed, char *why,
-				    size_t size);
 /*
  * An integer within [lo, hi]: a JSON integer, an integral number (a model may
  * write 1000.0) or a string of digits.
@@ -29,3 +31,10 @@ WARD_INTERNAL int ward__arg_bool(const json_t *args, const char *name, bool *ret
  */
 WARD_INTERNAL int ward__arg_str(const json_t *args, const char *name, const char **ret,
 				size_t *ret_len, char *why, size_t size);
+
+/*
+ * The bytes a JSON value holds in memory, an estimate never below the truth
+ * (nodes, strings, keys), for queues that must charge what they keep; above
+ * limit it stops counting and answers some value above limit.
+ */
+WARD_INTERNAL size_t ward__json_weight(const json_t *v, size_t limit);

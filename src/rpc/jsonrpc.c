@@ -493,11 +493,14 @@ static int dump_cb(const char *buffer, size_t size, void *data)
  * Appends one JSON value, compact (JSON_COMPACT never writes a newline, and
  * jansson escapes control characters in strings, so the line stays one line).
  */
-static int put_json(struct ward__buf *b, const json_t *v)
+static int put_json(const struct ward__rpc_codec *c, struct ward__buf *b, const json_t *v)
 {
 	struct dump_ctx d = {.b = b};
+	size_t flags = JSON_COMPACT | JSON_ENCODE_ANY;
 
-	if (json_dump_callback(v, dump_cb, &d, JSON_COMPACT | JSON_ENCODE_ANY) < 0)
+	if (c && c->real_digits > 0 && c->real_digits <= 17)
+		flags |= JSON_REAL_PRECISION(c->real_digits);
+	if (json_dump_callback(v, dump_cb, &d, flags) < 0)
 		return d.err < 0 ? d.err : -EINVAL; /* invalid UTF-8 in a string, or a cycle */
 	return 0;
 }
@@ -509,7 +512,7 @@ static int put_string(struct ward__buf *b, const char *s, size_t len)
 
 	if (!v)
 		return -EINVAL;
-	r = put_json(b, v);
+	r = put_json(NULL, b, v);
 	json_decref(v);
 	return r;
 }
@@ -618,13 +621,13 @@ static int build(const struct ward__rpc_codec *c, struct ward__buf *b, const str
 			return r;
 		if (a->value &&
 		    ((r = ward__buf_append_str(b, ",\"params\":")) < 0 ||
-		     (r = put_json(b, a->value)) < 0))
+		     (r = put_json(c, b, a->value)) < 0))
 			return r;
 		break;
 	case ENC_RESULT:
 		if ((r = ward__buf_append_str(b, "\"result\":")) < 0)
 			return r;
-		r = a->value ? put_json(b, a->value) : ward__buf_append_str(b, "null");
+		r = a->value ? put_json(c, b, a->value) : ward__buf_append_str(b, "null");
 		if (r < 0)
 			return r;
 		break;
@@ -641,7 +644,7 @@ static int build(const struct ward__rpc_codec *c, struct ward__buf *b, const str
 			return r;
 		if (a->value &&
 		    ((r = ward__buf_append_str(b, ",\"data\":")) < 0 ||
-		     (r = put_json(b, a->value)) < 0))
+		     (r = put_json(c, b, a->value)) < 0))
 			return r;
 		if ((r = ward__buf_append_byte(b, '}')) < 0)
 			return r;

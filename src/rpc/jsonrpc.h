@@ -83,6 +83,13 @@ struct ward__rpc_limits {
 struct ward__rpc_codec {
 	enum ward__rpc_dialect dialect;
 	struct ward__rpc_limits limits;
+	/*
+	 * Significant digits of the reals it writes: 0 is jansson's 17 (every
+	 * double read back exactly). A server that writes only its own rounded
+	 * figures (wall times to 0.1 ms) gives 15, so that 4.078 is written
+	 * "4.078" and not "4.0780000000000003" to a model that reads it.
+	 */
+	int real_digits;
 };
 
 enum ward__rpc_id_type {

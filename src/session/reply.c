@@ -65,58 +65,68 @@ char *ward__session_reply_text(const struct ward__session_reply *r)
 	return (char *)ward__buf_steal(&b, NULL);
 }
 
+/* One refusal as the text's "Sandbox denied:" line says it: access, target, syscall, error. */
+static json_t *denial_line(const struct ward__denial *x)
+{
+	struct ward__buf b;
+	json_t *v;
+
+	ward__buf_init(&b, strlen(x->target) + 256);
+	if (ward__buf_printf(&b, "%s %s%s%s (%s)", x->access, x->target,
+			     x->syscall[0] ? " by " : "", x->syscall,
+			     denial_errno_name(x->error)) < 0) {
+		ward__buf_release(&b);
+		return NULL;
+	}
+	v = ward__json_string_lossy(b.data, b.len);
+	ward__buf_release(&b);
+	return v;
+}
+
+/*
+ * The structured result is what the model reads: Codex and Claude Code hand
+ * a model the structuredContent of a tool result as JSON and drop the text
+ * when both are there. So it says everything the text says, in the text's
+ * order (the figures, the notes and refusals, then the output), each
+ * refusal as the sentence the text prints, and the wall time to 0.1 ms as
+ * the text rounds it (a double's 17 digits are noise to a model).
+ */
 json_t *ward__session_reply_json(const struct ward__session_reply *r)
 {
 	json_t *o = json_object(), *d;
+	uint64_t tenths_ms = (r->wall_ns + 50000) / 100000;
 
 	if (!o)
 		return NULL;
 	json_object_set_new(o, "chunk_id", json_string(r->chunk_id));
-	json_object_set_new(o, "wall_time_seconds", json_real((double)r->wall_ns / 1e9));
+	json_object_set_new(o, "wall_time_seconds", json_real((double)tenths_ms / 1e4));
 	if (r->exited)
 		json_object_set_new(o, "exit_code", json_integer(r->exit_code));
 	else
 		json_object_set_new(o, "session_id", json_integer(r->session_id));
 	json_object_set_new(o, "original_token_count",
 			    json_integer((json_int_t)r->original_token_count));
-	json_object_set_new(o, "output", ward__json_string_lossy(r->output, r->output_len));
-	json_object_set_new(o, "truncated", json_boolean(r->truncated));
-	if (r->denied >= 0)
-		json_object_set_new(o, "sandbox_denied", json_boolean(r->denied > 0));
-	else
-		json_object_set_new(o, "sandbox_denied", json_string("unavailable"));
+	if (r->truncated)
+		json_object_set_new(o, "truncated", json_true());
+	if (r->note)
+		json_object_set_new(o, "note", ward__json_string_lossy(r->note, strlen(r->note)));
+	if (r->killed)
+		json_object_set_new(o, "killed", json_true());
 	if (r->denied < 0) {
 		/* Without an exact signal from the host, say so; never guess (as ward run --json). */
+		json_object_set_new(o, "sandbox_denied", json_string("unavailable"));
 		json_object_set_new(o, "denials", json_string("unavailable"));
 	} else {
+		json_object_set_new(o, "sandbox_denied", json_boolean(r->denied > 0));
 		d = json_array();
-		for (size_t i = 0; d && i < r->n_denials; i++) {
-			const struct ward__denial *x = &r->denials[i];
-			const char *ename = x->error > 0 ? strerrorname_np(x->error) : NULL;
-			json_t *e = json_object();
-
-			json_object_set_new(e, "access", json_string(x->access));
-			json_object_set_new(e, "syscall",
-					    x->syscall[0] ? json_string(x->syscall) : json_null());
-			if (x->error == 0)
-				json_object_set_new(e, "error", json_null());
-			else if (ename)
-				json_object_set_new(e, "error", json_string(ename));
-			else
-				json_object_set_new(e, "error", json_sprintf("errno %d", x->error));
-			json_object_set_new(e, "target",
-					    ward__json_string_lossy(x->target, strlen(x->target)));
-			json_array_append_new(d, e);
-		}
+		for (size_t i = 0; d && i < r->n_denials; i++)
+			json_array_append_new(d, denial_line(&r->denials[i]));
 		json_object_set_new(o, "denials", d ? d : json_array());
 	}
 	if (r->denials_dropped)
 		json_object_set_new(o, "denials_dropped",
 				    json_integer((json_int_t)r->denials_dropped));
-	if (r->note)
-		json_object_set_new(o, "note", ward__json_string_lossy(r->note, strlen(r->note)));
-	if (r->killed)
-		json_object_set_new(o, "killed", json_true());
+	json_object_set_new(o, "output", ward__json_string_lossy(r->output, r->output_len));
 	return o;
 }
 

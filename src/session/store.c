@@ -275,9 +275,14 @@ static int env_with_pwd(char *const *envp, const char *dir, char ***ret)
 /*
  * The command's directory: workdir (relative to the store's cwd), which must
  * be a directory. It is only where the command starts: the writable roots
- * stay the store policy's, whatever directory the model names.
+ * stay the store policy's, whatever directory the model names. Under a
+ * policy that hides paths (deny-read), a sandboxed command enters it inside
+ * its sandbox, which answers for it: here, unsandboxed, a hidden directory,
+ * a hidden file and a missing path would each get another answer, which the
+ * sandbox itself refuses to tell. Without hidden paths the host's answer is
+ * the sandbox's, and a bad workdir is the call's own error.
  */
-static int resolve_workdir(struct ward__sessions *s, const char *workdir, char **ret,
+static int resolve_workdir(struct ward__sessions *s, const char *workdir, bool hides, char **ret,
 			   struct ward_error *err)
 {
 	_cleanup_free_ char *w = NULL;
@@ -289,6 +294,10 @@ static int resolve_workdir(struct ward__sessions *s, const char *workdir, char *
 		w = strdup(s->cwd);
 	if (!w)
 		return ward__error(err, -ENOMEM, "session", "out of memory");
+	if (hides) {
+		*ret = TAKE_PTR(w);
+		return 0;
+	}
 	if (stat(w, &st) < 0)
 		return ward__error(err, -errno, "session", "workdir '%s': %m", w);
 	if (!S_ISDIR(st.st_mode))
@@ -407,6 +416,7 @@ int ward__sessions_exec(struct ward__sessions *s, const struct ward__exec_args *
 			struct ward_error *err)
 {
 	_cleanup_free_ char *workdir = NULL;
+	const struct ward_policy *pol;
 	struct session *se = NULL;
 	struct call *c;
 	uint64_t t0;
@@ -430,7 +440,11 @@ int ward__sessions_exec(struct ward__sessions *s, const struct ward__exec_args *
 			err, -EPERM, "session",
 			"cannot run outside the sandbox: the policy denies reads, which only "
 			"the sandbox enforces");
-	r = resolve_workdir(s, a->workdir, &workdir, err);
+	pol = a->policy ? a->policy : s->policy;
+	r = resolve_workdir(s, a->workdir,
+			    !a->unsandboxed && pol->mode != WARD_MODE_DANGER_FULL_ACCESS &&
+				    pol->deny_read.n > 0,
+			    &workdir, err);
 	if (r < 0)
 		return r;
 	/* Only a call that is going to start a session may end another one. */

@@ -154,7 +154,8 @@ try {
   const d = r.structuredContent.denials;
   ok(
     !existsSync("/etc/ward-mcp-probe") && r.structuredContent.output.includes("rc=1") &&
-      (d === "unavailable" || (Array.isArray(d) && d.some((x) => x.target === "/etc/ward-mcp-probe"))) ||
+      (d === "unavailable" ||
+        (Array.isArray(d) && d.some((x) => x === "create /etc/ward-mcp-probe by openat (Read-only file system)"))) ||
       (process.getuid() !== 0 && !existsSync("/etc/ward-mcp-probe")),
     "sandbox: the host is unchanged and the denial is reported",
     r,

@@ -224,9 +224,11 @@ async def run_file(ward, transport, path):
         cmd += ["--listen", "ws://127.0.0.1:0", "--no-auth"]
     else:
         cmd += ["--listen", "unix:%s/serve.sock" % work, "--no-auth"]
+    # The server's audit log goes to the transcript's own directory, never the user's.
+    senv = dict(os.environ, XDG_STATE_HOME=os.path.join(work, "state"))
     proc = await asyncio.create_subprocess_exec(
         *cmd, cwd=work, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE)
+        stderr=asyncio.subprocess.PIPE, env=senv)
     url = None
     try:
         if transport == "stdio":

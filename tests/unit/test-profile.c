@@ -136,8 +136,6 @@ TEST(what_ward_cannot_enforce_is_refused_and_nothing_changes)
 			 "restricted"),
 		 "without \"..\""},
 		{MANAGED(ROOT_READ, "sometimes"), "network"},
-		{"{\"type\":\"managed\",\"file_system\":{\"type\":\"restricted\"},\"extra\":1}",
-		 "unknown field"},
 		{"{\"type\":\"bogus\"}", "expected \"managed\""},
 		{MANAGED("{\"path\":{\"type\":\"path\",\"path\":\"file://otherhost/x\"},\"access\":"
 			 "\"read\"}",
