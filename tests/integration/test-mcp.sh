@@ -227,7 +227,70 @@ EOS
 		fail "the next call is served"
 }
 
+# The structured result is what a model reads (Codex and Claude Code pass it on as JSON
+# and drop the text): the text's information, its wall time to 0.1 ms, each refusal as
+# the text's sentence; list_sessions answers one shape in text and structure.
+t_structured_is_what_the_model_reads() {
+	mcp --audit-log "$T/audit.jsonl" <<EOS
+{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"codex-mcp-client","version":"1"}}}
+$INITED
+{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"exec_command","arguments":{"cmd":"sleep 0.05; touch /etc/ward-mcp-model; echo rc=\$?"},"_meta":{"callId":"call_7","threadId":"th-1"}}}
+{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"exec_command","arguments":{"cmd":"sleep 30","yield_time_ms":250}}}
+{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"list_sessions","arguments":{}}}
+EOS
+	local r2 r4
+	r2=$(reply 2)
+	[ -n "$r2" ] || fail "no reply to the command"
+	[ ! -e /etc/ward-mcp-model ] || fail "the write reached the host"
+	# The wall time as written on the wire: at most four decimals.
+	grep -m 1 -E '"id":2[,}]' "$T/.run/stdout" | grep -qE '"wall_time_seconds":[0-9]+(\.[0-9]{1,4})?[,}]' ||
+		fail "the wall time is not written to 0.1 ms: $(grep -o '"wall_time_seconds":[^,]*' "$T/.run/stdout" | head -1)"
+	jget "$r2" 'list(m["result"]["structuredContent"])' |
+		grep -qx "\['chunk_id', 'wall_time_seconds', 'exit_code', 'original_token_count', 'sandbox_denied', 'denials', 'output'\]" ||
+		fail "the structured result's members: $(jget "$r2" 'list(m["result"]["structuredContent"])')"
+	if [ "$(id -u)" = 0 ] || [ -n "$(jget "$r2" 'm["result"]["structuredContent"]["denials"]' | grep -v unavailable)" ]; then
+		jget "$r2" 'm["result"]["structuredContent"]["denials"]' |
+			grep -qF "['create /etc/ward-mcp-model by openat (Read-only file system)']" ||
+			fail "the refusal as the text says it: $(jget "$r2" 'm["result"]["structuredContent"]["denials"]')"
+		jget "$r2" 'm["result"]["content"][0]["text"]' |
+			grep -qF "Sandbox denied: create /etc/ward-mcp-model by openat (Read-only file system)" ||
+			fail "the text says the refusal too"
+	fi
+	jget "$r2" 'm["result"]["structuredContent"]["output"]' | grep -qx "rc=1" || fail "the output"
+	r4=$(reply 4)
+	jget "$r4" 'json.loads(m["result"]["content"][0]["text"]) == m["result"]["structuredContent"]' |
+		grep -qx True || fail "list_sessions: the text is the structured result"
+	jget "$r4" '"sleep 30" in [x["command"] for x in m["result"]["structuredContent"]["sessions"] if x["running"]]' |
+		grep -qx True || fail "list_sessions lists the running session: $r4"
+	# The audit log says which tool call of which client ran what.
+	grep '"event":"start"' "$T/audit.jsonl" | grep '"client":"codex-mcp-client"' |
+		grep '"thread":"th-1"' | grep -q '"tool_call":"call_7"' ||
+		fail "the audit log has the start with the client's thread and tool call: $(cat "$T/audit.jsonl")"
+	[ "$(grep -c '"event":"start"' "$T/audit.jsonl")" = 2 ] || fail "one start record per command"
+}
+
+# Under a deny-read directory, a workdir gets the sandbox's answer, the same for a
+# hidden directory, a hidden file and a missing path (the server does not look itself).
+t_workdir_under_deny_read() {
+	mkdir -p "$T/hidden/dir"
+	echo secret >"$T/hidden/file"
+	local d answers=""
+	for d in dir file nope; do
+		mcp --deny-read "$T/hidden" <<EOS
+$INIT
+$INITED
+{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"exec_command","arguments":{"cmd":"true","workdir":"$T/hidden/$d"}}}
+EOS
+		answers+="$(jget "$(reply 2)" 'm["result"]["structuredContent"].get("exit_code"), m["result"]["structuredContent"].get("note","").replace("'"$T/hidden/$d"'","P")')"$'\n'
+	done
+	[ "$(printf '%s' "$answers" | sort -u | wc -l)" = 1 ] ||
+		fail "the three answers differ: $answers"
+	printf '%s' "$answers" | grep -q "^125 " || fail "the command does not start: $answers"
+}
+
 tcase "version negotiation and outputSchema by revision" t_negotiation
+tcase "the structured result is what the model reads; list_sessions has one shape; the audit log names the tool call" t_structured_is_what_the_model_reads
+tcase "a workdir under a deny-read directory: the sandbox's answer, the same for every kind" t_workdir_under_deny_read
 tcase "malformed input gets JSON-RPC errors and the server goes on" t_errors_keep_the_server_up
 tcase "an oversized message is refused, the next one served" t_oversized_message
 tcase "a full session store is a clear tool error" t_full_store

@@ -13,6 +13,9 @@ SPY=/usr/bin/python3
 
 # serve ARGS...: starts `ward serve ARGS` in the background; its URL in URL, pid in SPID.
 serve() {
+	# Emptied here, not by the background job's redirection: that one may come after the
+	# wait below has read the previous server's URL.
+	: >"$T/.run/serve.out"
 	"$WARD" serve "$@" >"$T/.run/serve.out" 2>"$T/.run/serve.err" &
 	SPID=$!
 	BG_PIDS+=("$SPID")
@@ -101,6 +104,7 @@ t_first_run_token_dir() {
 	local home=$T/newhome
 	mkdir -p "$home"
 	chmod 755 "$home"
+	: >"$T/.run/serve.out"
 	env -u XDG_RUNTIME_DIR HOME="$home" "$WARD" serve --listen ws://127.0.0.1:0 \
 		>"$T/.run/serve.out" 2>"$T/.run/serve.err" &
 	SPID=$!
@@ -181,6 +185,7 @@ t_dropped_connections() {
 t_handshake_flood() {
 	local fds
 	# Few descriptors: 300 clients that never finish their request must not take them all.
+	: >"$T/.run/serve.out"
 	bash -c 'ulimit -n 200 && exec "$@"' - "$WARD" serve --listen ws://127.0.0.1:0 \
 		--token-file "$T/token" >"$T/.run/serve.out" 2>"$T/.run/serve.err" &
 	SPID=$!
@@ -381,7 +386,102 @@ EOS
 	expect_gone "$m"
 }
 
+# The fs queue charges what it really keeps: requests carrying a large member ward ignores,
+# queued behind a slow operation, are refused past the documented 64 MiB, and the
+# server does not grow with them (a hostile review's finding: 900 MiB from one client).
+t_fs_queue_charges_what_it_holds() {
+	mkdir -p "$WS/tree"
+	local d
+	for d in $(seq 1 40); do
+		mkdir "$WS/tree/$d"
+		(cd "$WS/tree/$d" && touch $(seq 1 1000))
+	done
+	echo x >"$WS/a.txt"
+	LAST_CMD="ward serve --listen stdio (fs queue)"
+	timeout -k 3 120 "$SPY" - "$WARD" "$WS" >"$T/.run/stdout" 2>"$T/.run/stderr" <<'EOPY'
+import json, subprocess, sys, threading, time
+ward, ws = sys.argv[1], sys.argv[2]
+p = subprocess.Popen([ward, "serve", "--listen", "stdio", "--audit-log", "none"], cwd=ws,
+                     stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+answers = {}
+def reader():
+    for line in p.stdout:
+        m = json.loads(line)
+        if "id" in m:
+            answers[m["id"]] = m
+threading.Thread(target=reader, daemon=True).start()
+def send(m):
+    p.stdin.write((json.dumps(m) + "\n").encode()); p.stdin.flush()
+send({"id": 1, "method": "initialize", "params": {"clientName": "t"}})
+send({"method": "initialized"})
+send({"id": 2, "method": "fs/copy", "params": {"sourcePath": "file://%s/tree" % ws,
+     "destinationPath": "file://%s/tree2" % ws, "recursive": True}})
+pad = "A" * (8 << 20)
+for i in range(30):
+    send({"id": 100 + i, "method": "fs/getMetadata", "params": {"path": "file://%s/a.txt" % ws, "pad": pad}})
+for _ in range(600):
+    if len(answers) >= 32:
+        break
+    time.sleep(0.1)
+peak = int([l for l in open("/proc/%d/status" % p.pid) if l.startswith("VmHWM")][0].split()[1]) // 1024
+refused = sum(1 for i in range(30) if "too many filesystem requests" in
+              answers.get(100 + i, {}).get("error", {}).get("message", ""))
+served = sum(1 for i in range(30) if answers.get(100 + i, {}).get("result", {}).get("isFile"))
+print("answers=%d refused=%d served=%d peak_mib=%d" % (len(answers), refused, served, peak))
+p.stdin.close(); p.wait(timeout=30)
+EOPY
+	WRC=$?
+	local line
+	line=$(grep '^answers=' "$T/.run/stdout") || fail "no summary: $(err)"
+	[[ $line =~ answers=32\ refused=([0-9]+)\ served=([0-9]+)\ peak_mib=([0-9]+) ]] ||
+		fail "every request answered: $line"
+	[ "${BASH_REMATCH[1]}" -ge 1 ] || fail "requests past the 64 MiB cap refused: $line"
+	[ "${BASH_REMATCH[2]}" -ge 1 ] || fail "requests within the cap served: $line"
+	[ "${BASH_REMATCH[3]}" -le 200 ] || fail "the server grew with what it refused: $line"
+}
+
+# Under a deny-read directory, process/start's cwd gets the sandbox's answer, the same
+# for a hidden directory, a hidden file and a missing path (the server does not look).
+t_cwd_under_deny_read() {
+	mkdir -p "$T/hidden/dir"
+	echo secret >"$T/hidden/file"
+	LAST_CMD="ward serve --listen stdio --deny-read (cwd)"
+	timeout -k 3 60 "$SPY" - "$WARD" "$WS" "$T/hidden" >"$T/.run/stdout" 2>"$T/.run/stderr" <<'EOPY'
+import json, subprocess, sys
+ward, ws, hidden = sys.argv[1:4]
+p = subprocess.Popen([ward, "serve", "--listen", "stdio", "--audit-log", "none", "--deny-read", hidden],
+                     cwd=ws, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+def send(m):
+    p.stdin.write((json.dumps(m) + "\n").encode()); p.stdin.flush()
+send({"id": 1, "method": "initialize", "params": {"clientName": "t"}})
+send({"method": "initialized"})
+want = {}
+for i, d in enumerate(["dir", "file", "nope"]):
+    send({"id": 10 + i, "method": "process/start", "params": {"processId": d, "argv": ["true"],
+         "cwd": "file://%s/%s" % (hidden, d), "env": {}, "tty": False}})
+    want[d] = None
+for line in p.stdout:
+    m = json.loads(line)
+    if m.get("method") == "process/exited":
+        pid = m["params"]["processId"]
+        want[pid] = (m["params"]["exitCode"], m["params"].get("failure", "").replace(hidden + "/" + pid, "P"))
+    if "error" in m:
+        want[["dir", "file", "nope"][m["id"] - 10]] = ("error", m["error"]["message"].replace(hidden, "H"))
+    if all(want.values()):
+        break
+for d in ["dir", "file", "nope"]:
+    print(d, want[d])
+p.stdin.close(); p.wait(timeout=30)
+EOPY
+	WRC=$?
+	[ "$(cut -d' ' -f2- "$T/.run/stdout" | sort -u | wc -l)" = 1 ] ||
+		fail "the three answers differ: $(out)"
+	grep -q "^dir (125, " "$T/.run/stdout" || fail "the process ends at once, 125: $(out)"
+}
+
 tcase "token file, bearer authentication, Origin refused, readyz" t_token_and_origin
+tcase "a cwd under a deny-read directory: the sandbox's answer, the same for every kind" t_cwd_under_deny_read
+tcase "the fs queue charges the whole request it keeps (64 MiB per connection)" t_fs_queue_charges_what_it_holds
 tcase "bad start-up options are refused with one line (125)" t_refusals_at_start
 tcase "a first run without XDG_RUNTIME_DIR or ~/.local: the token's directory is made" t_first_run_token_dir
 tcase "unix socket listener (0600, stale socket replaced)" t_unix_socket

@@ -103,6 +103,49 @@ TEST(disabled_and_external)
 	ward_policy_free(p);
 }
 
+/*
+ * A newer client's profile: members ward does not know, at every level, are
+ * ignored as Codex's own parser ignores them; the profile means what it says.
+ */
+TEST(unknown_members_are_ignored_at_every_level)
+{
+	struct ward_policy *p = fresh();
+	struct ward_error e = {0};
+
+	ASSERT_OK(apply(p,
+			"{\"type\":\"managed\",\"future\":1,\"file_system\":{\"type\":"
+			"\"restricted\",\"glob_scan_max_depth\":3,\"futureFs\":{\"x\":[]},"
+			"\"entries\":[{\"path\":{\"type\":\"special\",\"value\":{\"kind\":"
+			"\"root\",\"futureValue\":1},\"futurePath\":2},\"access\":\"read\","
+			"\"futureEntry\":\"x\"}," PROJ_WRITE
+			",{\"path\":{\"type\":\"path\",\"path\":\"/home/u/.ssh\"},\"access\":"
+			"\"deny\",\"missing_path_behavior\":\"skip\",\"futureEntry\":null}]},"
+			"\"network\":\"restricted\"}",
+			&e));
+	ASSERT_EQ(p->mode, WARD_MODE_WORKSPACE_WRITE);
+	ASSERT_FALSE(p->network);
+	ASSERT_TRUE(ward__strv_contains(&p->deny_read, "/home/u/.ssh"));
+	ward_policy_free(p);
+	p = fresh();
+	ASSERT_OK(apply(p, "{\"type\":\"disabled\",\"future\":true}", NULL));
+	ASSERT_EQ(p->mode, WARD_MODE_DANGER_FULL_ACCESS);
+	ward_policy_free(p);
+	p = fresh();
+	ASSERT_OK(
+		apply(p, "{\"type\":\"external\",\"network\":\"restricted\",\"future\":1}", NULL));
+	ASSERT_FALSE(p->network);
+	ward_policy_free(p);
+	/* An unknown value of a known member is refused, as Codex refuses it. */
+	p = fresh();
+	ASSERT_TRUE(apply(p,
+			  MANAGED("{\"path\":{\"type\":\"special\",\"value\":{\"kind\":"
+				  "\"weird_new_kind\"}},\"access\":\"read\"}",
+				  "restricted"),
+			  &e) < 0);
+	ASSERT_EQ(p->mode, WARD_MODE_WORKSPACE_WRITE);
+	ward_policy_free(p);
+}
+
 TEST(what_ward_cannot_enforce_is_refused_and_nothing_changes)
 {
 	static const char *const bad[][2] = {
