@@ -369,6 +369,7 @@ static void on_prepare(struct ward__loop *l, void *userdata)
 	so.policy = p;
 	so.observe_fs = s->observe_fs;
 	so.quiet_fallback = true;
+	so.default_signals = true; /* as proc.c's cold start */
 	for (int i = 0; i < 3; i++)
 		so.stdio[i] = -1;
 	if (s->tty) {

@@ -577,6 +577,8 @@ int ward__proc_start(struct ward__loop *l, const struct ward__proc_spec *spec,
 	so.envp = spec->envp;
 	so.observe_fs = !spec->no_observe_fs;
 	so.quiet_fallback = true;
+	/* A session's or a server's command: not a child of the person's shell (sandbox.h). */
+	so.default_signals = true;
 	for (size_t i = 0; i < spec->n_keep_fds; i++)
 		so.keep_fds[i] = spec->keep_fds[i];
 	so.n_keep_fds = spec->n_keep_fds;

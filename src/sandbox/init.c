@@ -261,6 +261,10 @@ static void command_begin(const struct ward__spawn_opts *o, int report_fd)
 	 * ends yes with SIGPIPE.
 	 */
 	signal_default(SIGPIPE);
+	if (o->default_signals)
+		for (int sig = 1; sig < NSIG; sig++)
+			if (sig != SIGKILL && sig != SIGSTOP)
+				signal_default(sig);
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
 
 	/*

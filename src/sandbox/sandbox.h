@@ -380,6 +380,15 @@ struct ward__spawn_opts {
 	bool observe_fs; /* install the filesystem denial observer */
 	bool quiet_fallback; /* do not print the fallback warning (the caller reports it) */
 	/*
+	 * Every signal at its default action in the command, whatever the caller
+	 * ignores: a server's commands are not children of the person's shell
+	 * (a server started in the background of a script ignores SIGINT, and
+	 * its client's "interrupt" must still interrupt). `ward run` leaves it
+	 * off: there the command inherits what its caller ignores, as exec(2)
+	 * does (nohup).
+	 */
+	bool default_signals;
+	/*
 	 * The inotify instance the guard shares with other sandboxes (a server),
 	 * or NULL for one of its own. With a shared one, sb->guard_fd is -1: the
 	 * owner of the instance dispatches its events and the sandbox's guard is
