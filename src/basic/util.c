@@ -59,9 +59,13 @@ char *ward__path_join(const char *a, const char *b)
 const char *ward__path_split(const char *path, char *buf, size_t size, const char **ret_name)
 {
 	const char *slash = strrchr(path, '/');
-	size_t n = (size_t)(slash - path);
+	size_t n;
 
-	if (!slash || n + 1 >= size)
+	/* No pointer difference with NULL: that is undefined, even unused. */
+	if (!slash)
+		return NULL;
+	n = (size_t)(slash - path);
+	if (n + 1 >= size)
 		return NULL;
 	memcpy(buf, path, n ? n : 1);
 	buf[n ? n : 1] = '\0';
