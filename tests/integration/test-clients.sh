@@ -18,7 +18,8 @@
 # config.toml's [mcp_servers.ward]) are read from README.md and used as
 # printed, with `ward` found in PATH; the Claude Code cases use the README's
 # mcpServers entry with --mcp-config, and its `claude mcp add` line. Each client gets a home of its own in
-# the case's scratch directory, and every startup traffic they have (update
+# the case's scratch directory (and a TMPDIR: Claude Code leaves a directory
+# for each project in it), and every startup traffic they have (update
 # checks, telemetry, plugin and feature-flag fetches) is switched off, as
 # checked under strace: they connect to nothing but the mock.
 #
@@ -90,7 +91,11 @@ start_mock() {
 # keep_records: copies the mock's records to WARD_TEST_CLIENTS_KEEP/CASE.
 keep_records() {
 	[ -n "${WARD_TEST_CLIENTS_KEEP:-}" ] || return 0
-	local d=$WARD_TEST_CLIENTS_KEEP/${FUNCNAME[1]#t_}
+	local f d
+	for f in "${FUNCNAME[@]}"; do
+		[[ $f == t_* ]] && break
+	done
+	d=$WARD_TEST_CLIENTS_KEEP/${f#t_}
 	rm -rf "$d" && mkdir -p "$d" && cp -r "$T/model/." "$d/"
 	[ -f "$T/.run/stdout" ] && cp "$T/.run/stdout" "$d/client-stdout.txt"
 	[ -f "$T/.run/stderr" ] && cp "$T/.run/stderr" "$d/client-stderr.txt"
@@ -147,8 +152,9 @@ EOF
 # README snippet with a wrong key fails here.
 run_codex() {
 	LAST_CMD="codex exec $1"
+	mkdir -p "$T/tmp"
 	(cd "$WS" && timeout -k 5 "$CLIENT_TIMEOUT" env -i PATH="$CLIENT_PATH" HOME="$T/home" \
-		CODEX_HOME="$T/codex" LANG=C.UTF-8 TERM=dumb NO_PROXY=127.0.0.1,localhost \
+		TMPDIR="$T/tmp" CODEX_HOME="$T/codex" LANG=C.UTF-8 TERM=dumb NO_PROXY=127.0.0.1,localhost \
 		"$NODE" "$CODEX_JS" exec --strict-config --skip-git-repo-check "$1") \
 		</dev/null >"$T/.run/stdout" 2>"$T/.run/stderr"
 	WRC=$?
@@ -226,10 +232,11 @@ t_codex_mcp_refuses_outside() {
 # MCP tools to the model directly rather than behind a search tool.
 claude() {
 	[ -x "$CLAUDE" ] || skip "Claude Code is not installed in $NODE_PREFIX (scripts/setup-node.sh)"
-	mkdir -p "$T/home/.claude"
+	mkdir -p "$T/home/.claude" "$T/tmp"
 	LAST_CMD="claude $*"
 	(cd "$WS" && timeout -k 5 "$CLIENT_TIMEOUT" env -i PATH="$CLIENT_PATH" HOME="$T/home" \
-		CLAUDE_CONFIG_DIR="$T/home/.claude" LANG=C.UTF-8 TERM=dumb NO_PROXY=127.0.0.1,localhost \
+		TMPDIR="$T/tmp" CLAUDE_CONFIG_DIR="$T/home/.claude" LANG=C.UTF-8 TERM=dumb \
+		NO_PROXY=127.0.0.1,localhost \
 		ANTHROPIC_BASE_URL="http://127.0.0.1:$PORT" ANTHROPIC_API_KEY=mock-key-not-a-secret \
 		CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1 DISABLE_AUTOUPDATER=1 DISABLE_TELEMETRY=1 \
 		DISABLE_ERROR_REPORTING=1 ENABLE_TOOL_SEARCH=false "$CLAUDE" "$@") \
