@@ -202,6 +202,20 @@ t_codex_env_refuses_outside() {
 	told | grep -q 'Process exited with code [1-9]' || fail "the model was not told the failure: $(told)"
 }
 
+# Codex offers the model its other environments by id; the README's snippet
+# leaves none but ward, so a call naming Codex's own is refused, not run on
+# the host. (The file would say "written by " had Codex run it.)
+t_codex_env_no_local() {
+	start_mock responses exec_command "$("$PY" -c 'import json, sys
+print(json.dumps({"cmd": sys.argv[1], "environment_id": "local"}))' "$MADE")"
+	codex_env_setup
+	run_codex "Write made.txt on the host."
+	expect_turn_done
+	assert_absent "$WS/made.txt"
+	told | grep -q "unknown turn environment id .local." ||
+		fail "the model was not told that there is no such environment: $(told)"
+}
+
 t_codex_mcp_writes_workspace() {
 	start_mock responses mcp__ward/exec_command "$(cmd_json "$MADE")"
 	codex_mcp_setup
@@ -300,6 +314,7 @@ fi
 
 tcase "codex, ward serve as its environment: a command writes in the workspace" t_codex_env_writes_workspace
 tcase "codex, ward serve as its environment: a write outside is refused, the model told" t_codex_env_refuses_outside
+tcase "codex, ward serve as its environment: Codex's own environment is not offered" t_codex_env_no_local
 tcase "codex, ward mcp: a command writes in the workspace" t_codex_mcp_writes_workspace
 tcase "codex, ward mcp: a write outside is refused, the model told" t_codex_mcp_refuses_outside
 tcase "claude code, ward mcp: a command writes in the workspace" t_claude_mcp_writes_workspace
