@@ -38,7 +38,7 @@ die() {
 }
 
 bash "$top/scripts/setup-deps.sh" || die "cannot install the build dependencies"
-bash "$top/scripts/setup-node.sh" || die "cannot install the MCP test clients (Node, npm)"
+bash "$top/scripts/setup-node.sh" || die "cannot install the test clients (Node, npm)"
 
 # ------------------------------------------------------------------ builds
 
