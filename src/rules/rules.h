@@ -1,27 +1,39 @@
 /* SPDX-License-Identifier: MIT */
+/*
+ * DESIGN: src/rules, "what a command's words say before it runs".
+ *
+ * Owns: Codex's execpolicy ".rules" language (lex.c tokens, syntax.c values
+ * and calls, parse.c their meaning, the examples, merging into a set);
+ * matching a command against a set (match.c); the JSON of `ward policy
+ * check` and of `--effective` (check.c); the shell-word reader that splits
+ * `bash -lc "a && b"` into plain commands and the literal scan of scripts it
+ * refuses (shell.c); the wrapper reader that says what `env`, `sudo`,
+ * `nice`, `xargs`, `find -exec`... run (wrappers.c); the known-safe and
+ * dangerous command lists and the banned amendment prefixes (safety.c); the
+ * decision for one command as the approval runner enforces it (evaluate.c);
+ * where rules files live and reading them (load.c); appending a rule to a
+ * file (amend.c).
+ *
+ * May call: src/basic only (and the C library). Nothing here knows about
+ * sandboxes, processes, approvals or servers: src/approval calls in, with
+ * argv and the approval mode, and gets decisions back. Within the folder
+ * the calls go one way too (a <- b: b calls a): lex <- syntax <- parse <-
+ * load, amend; shell <- safety, wrappers, parse; match <- parse, check,
+ * evaluate; safety, wrappers <- evaluate <- check.
+ *
+ * Pure: everything but load.c and amend.c takes bytes or argv and returns
+ * structures, no I/O, no globals; those are fuzzed (fuzz/fuzz-rules*.c).
+ *
+ * Hard caps: a rules file comes from the user, the project (which an agent
+ * may have written) or another tool, and a command from the agent, so every
+ * quantity in either is bounded (the limits below).
+ */
 #pragma once
 
 #include <sys/types.h>
 
 #include "basic/macro.h"
 #include "ward/ward.h"
-
-/*
- * Command rules: Codex's execpolicy ".rules" language (parse.c), matching a
- * command against the rules (match.c), the JSON of `ward policy check`
- * (check.c), the shell-word reader that splits `bash -lc "a && b"` into plain
- * commands (shell.c), the known-safe and dangerous command lists and the
- * banned amendment prefixes (safety.c), the unmatched-command decision and
- * the evaluation of a whole command for the approval runner (evaluate.c),
- * where rules files live (load.c) and appending a rule to one (amend.c).
- *
- * Everything here depends on src/basic only. parse.c, match.c, check.c,
- * shell.c, safety.c and evaluate.c are pure (bytes and argv in, structures
- * out, no I/O) and fuzzed; load.c and amend.c read and write files.
- *
- * Hard caps: a rules file comes from the user, the project (which an agent
- * may have written) or another tool, so every quantity in it is bounded.
- */
 
 /* ------------------------------------------------------------ limits */
 
