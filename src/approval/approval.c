@@ -306,9 +306,14 @@ static int forbidden_reason(struct ward__approval_step *s)
 
 	if (!cmd)
 		return -ENOMEM;
-	if (e && e->match.group->justification)
-		return set_text(&s->reason, "`%s` rejected: %s", cmd,
-				e->match.group->justification);
+	if (e && e->match.group->justification) {
+		_cleanup_free_ char *via = via_text(s, e->command);
+
+		if (!via)
+			return -ENOMEM;
+		return set_text(&s->reason, "`%s` rejected: %s%s", cmd,
+				e->match.group->justification, via);
+	}
 	if (e) {
 		_cleanup_free_ char *prefix = entry_prefix(s, e), *via = via_text(s, e->command);
 
