@@ -262,6 +262,24 @@ static void inherit_allow(struct walk *x, size_t i)
 	}
 }
 
+/* The node for a command that p (node i), a wrapper called name, runs. */
+static struct ward__eval_node child_node(const struct ward__eval_node *p, size_t i,
+					 const struct ward__wrap_cmd *cmd, const char *name)
+{
+	return (struct ward__eval_node){
+		.argv = cmd->argv,
+		.argc = cmd->argc,
+		.parent = i,
+		.offset = cmd->offset,
+		.via = name,
+		.placeholder = cmd->placeholder ? cmd->placeholder : p->placeholder,
+		.open_tail = cmd->open_tail || (p->open_tail && cmd->at_end),
+		.guarded = p->guarded || p->kind == WARD__WRAP_GUARDED || cmd->guarded,
+		.restrictive_only = p->restrictive_only || p->kind == WARD__WRAP_UNCERTAIN ||
+			cmd->restrictive_only,
+	};
+}
+
 /* Evaluates node i and, below it, what it runs. */
 static int visit(struct walk *x, size_t i, unsigned depth)
 {
@@ -319,25 +337,15 @@ static int visit(struct walk *x, size_t i, unsigned depth)
 	/* The commands it runs, then the candidates (each word on starts one). */
 	for (size_t c = 0; c < n_cmds + (from ? e->nodes[i].argc - from : 0); c++) {
 		const struct ward__eval_node *p = &e->nodes[i];
-		struct ward__wrap_cmd cand = {.argv = p->argv + from + (c - n_cmds),
-					      .argc = p->argc - from - (c - n_cmds),
-					      .offset = from + (c - n_cmds),
-					      .at_end = true,
-					      .restrictive_only = true};
-		const struct ward__wrap_cmd *cmd = c < n_cmds ? &cmds[c] : &cand;
-		struct ward__eval_node child = {
-			.argv = cmd->argv,
-			.argc = cmd->argc,
-			.parent = i,
-			.offset = cmd->offset,
-			.via = name,
-			.placeholder = cmd->placeholder ? cmd->placeholder : p->placeholder,
-			.open_tail = cmd->open_tail || (p->open_tail && cmd->at_end),
-			.guarded = p->guarded || p->kind == WARD__WRAP_GUARDED || cmd->guarded,
-			.restrictive_only = p->restrictive_only ||
-				p->kind == WARD__WRAP_UNCERTAIN || cmd->restrictive_only,
-		};
+		struct ward__wrap_cmd cand = {.at_end = true, .restrictive_only = true};
+		struct ward__eval_node child;
 
+		if (c >= n_cmds) {
+			cand.offset = from + (c - n_cmds);
+			cand.argv = p->argv + cand.offset;
+			cand.argc = p->argc - cand.offset;
+		}
+		child = child_node(p, i, c < n_cmds ? &cmds[c] : &cand, name);
 		if (child.argc == 0)
 			continue;
 		if (e->n_nodes >= WARD_WRAP_MAX_COMMANDS) {
@@ -345,8 +353,8 @@ static int visit(struct walk *x, size_t i, unsigned depth)
 			break;
 		}
 		/* Two wrappers filling in words: which words hold what is not known. */
-		if (cmd->placeholder && p->placeholder &&
-		    strcmp(cmd->placeholder, p->placeholder) != 0)
+		if (c < n_cmds && cmds[c].placeholder && p->placeholder &&
+		    strcmp(cmds[c].placeholder, p->placeholder) != 0)
 			child.restrictive_only = true;
 		k = add_node(e, &child);
 		if (k < 0)
