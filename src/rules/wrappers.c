@@ -774,16 +774,27 @@ static int read_exec(struct rd *rd)
 /* ------------------------------------------------------------ xargs */
 
 static const struct optspec xargs_spec[] = {
-	{'0', "null", A_NONE, E_PLAIN},	      {'a', "arg-file", A_REQ, E_PLAIN},
-	{'d', "delimiter", A_REQ, E_PLAIN},   {'E', NULL, A_REQ, E_PLAIN},
-	{'e', "eof", A_OPT, E_PLAIN},	      {'I', NULL, A_REQ, E_REPLACE},
-	{'i', "replace", A_OPT, E_REPLACE},   {'L', "max-lines", A_REQ, E_PLAIN},
-	{'l', NULL, A_OPT, E_PLAIN},	      {'n', "max-args", A_REQ, E_PLAIN},
-	{'o', "open-tty", A_NONE, E_PLAIN},   {'p', "interactive", A_NONE, E_PLAIN},
-	{'P', "max-procs", A_REQ, E_PLAIN},   {'r', "no-run-if-empty", A_NONE, E_PLAIN},
-	{'s', "max-chars", A_REQ, E_PLAIN},   {'t', "verbose", A_NONE, E_PLAIN},
-	{'x', "exit", A_NONE, E_PLAIN},	      {0, "process-slot-var", A_REQ, E_GUARD},
-	{0, "show-limits", A_NONE, E_PLAIN},  {0, "help", A_NONE, E_NO_COMMAND},
+	{'0', "null", A_NONE, E_PLAIN},
+	{'a', "arg-file", A_REQ, E_PLAIN},
+	{'d', "delimiter", A_REQ, E_PLAIN},
+	{'E', NULL, A_REQ, E_PLAIN},
+	{'e', "eof", A_OPT, E_PLAIN},
+	{'I', NULL, A_REQ, E_REPLACE},
+	{'i', "replace", A_OPT, E_REPLACE},
+	{'L', NULL, A_REQ, E_PLAIN},
+	/* --max-lines, like -l, takes only an attached value: "--max-lines 1" runs "1". */
+	{'l', "max-lines", A_OPT, E_PLAIN},
+	{'n', "max-args", A_REQ, E_PLAIN},
+	{'o', "open-tty", A_NONE, E_PLAIN},
+	{'p', "interactive", A_NONE, E_PLAIN},
+	{'P', "max-procs", A_REQ, E_PLAIN},
+	{'r', "no-run-if-empty", A_NONE, E_PLAIN},
+	{'s', "max-chars", A_REQ, E_PLAIN},
+	{'t', "verbose", A_NONE, E_PLAIN},
+	{'x', "exit", A_NONE, E_PLAIN},
+	{0, "process-slot-var", A_REQ, E_GUARD},
+	{0, "show-limits", A_NONE, E_PLAIN},
+	{0, "help", A_NONE, E_NO_COMMAND},
 	{0, "version", A_NONE, E_NO_COMMAND},
 };
 
@@ -844,7 +855,9 @@ static const struct optspec sudo_spec[] = {
 	{'C', "close-from", A_REQ, E_PLAIN},
 	{'c', "login-class", A_REQ, E_PLAIN},
 	{'D', "chdir", A_REQ, E_PLAIN},
-	{'E', "preserve-env", A_OPT, E_PLAIN},
+	/* Short -E takes no value; --preserve-env takes an optional list. */
+	{'E', NULL, A_NONE, E_PLAIN},
+	{0, "preserve-env", A_OPT, E_PLAIN},
 	{'e', "edit", A_NONE, E_NO_COMMAND},
 	{'g', "group", A_REQ, E_PLAIN},
 	{'H', "set-home", A_NONE, E_PLAIN},
