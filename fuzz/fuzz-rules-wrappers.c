@@ -98,7 +98,7 @@ static void evaluate(const char *const *argv, size_t argc, enum ward_approval_mo
 		if (e->entries[i].decision > max)
 			max = e->entries[i].decision;
 	}
-	if (max != e->decision || e->n_nodes == 0 || e->n_nodes > WARD_WRAP_MAX_COMMANDS + 1)
+	if (max != e->decision || e->n_nodes == 0 || e->n_nodes > 2 * WARD_WRAP_MAX_COMMANDS + 1)
 		abort();
 	if (e->bypass_sandbox && e->decision != WARD__DECISION_ALLOW)
 		abort();

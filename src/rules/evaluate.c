@@ -219,8 +219,11 @@ static int match_node(struct walk *x, size_t i, bool *ret_matched)
 		*ret_matched = true;
 		if (en.decision == WARD__DECISION_ALLOW) {
 			n->allowed = true;
-			if (!x->r->sources[en.match.group->source].project)
+			n->allow_reach = MAX(n->allow_reach, en.match.n_prefix);
+			if (!x->r->sources[en.match.group->source].project) {
 				n->allowed_by_user = true;
+				n->user_allow_reach = MAX(n->user_allow_reach, en.match.n_prefix);
+			}
 		}
 		if (en.decision == WARD__DECISION_PROMPT)
 			e->prompt_is_rule = true;
@@ -238,27 +241,21 @@ static void inherit_allow(struct walk *x, size_t i)
 {
 	struct ward__evaluation *e = x->e;
 	struct ward__eval_node *n = &e->nodes[i];
+	/* Where the rule must reach: past the program, or past every word of an inexact reading. */
+	size_t need = n->kind == WARD__WRAP_UNCERTAIN ? n->argc : 1;
 	size_t cur = i, off = 0;
 
 	if (n->restrictive_only)
 		return;
 	while (e->nodes[cur].parent != SIZE_MAX && e->nodes[cur].offset != SIZE_MAX) {
-		size_t anc = e->nodes[cur].parent;
+		const struct ward__eval_node *anc = &e->nodes[e->nodes[cur].parent];
 
 		off += e->nodes[cur].offset;
-		for (size_t k = 0; k < e->n_entries; k++) {
-			const struct ward__eval_entry *en = &e->entries[k];
-
-			if (en->command != anc || en->heuristic ||
-			    en->decision != WARD__DECISION_ALLOW || en->match.n_prefix <= off)
-				continue;
-			if (n->kind == WARD__WRAP_UNCERTAIN && en->match.n_prefix - off < n->argc)
-				continue;
+		if (anc->allow_reach >= off + need)
 			n->allowed = true;
-			if (!x->r->sources[en->match.group->source].project)
-				n->allowed_by_user = true;
-		}
-		cur = anc;
+		if (anc->user_allow_reach >= off + need)
+			n->allowed_by_user = true;
+		cur = e->nodes[cur].parent;
 	}
 }
 
@@ -280,6 +277,63 @@ static struct ward__eval_node child_node(const struct ward__eval_node *p, size_t
 	};
 }
 
+/* Whether a prompt or forbidden rule has word as its program (also by basename, as restrictive matching does). */
+static bool restricts(const struct ward__rules *r, const char *word)
+{
+	_cleanup_free_ char *base = strchr(word, '/') ? ward__path_file_name(word) : NULL;
+
+	for (size_t i = 0; i < r->n_prefix; i++) {
+		const char *first = r->prefix[i].first;
+
+		if (r->groups[r->prefix[i].group].decision == WARD__DECISION_ALLOW)
+			continue;
+		if (strcmp(first, word) == 0 || (base && strcmp(first, base) == 0))
+			return true;
+	}
+	return false;
+}
+
+/*
+ * Past the caps: words are searched without reading wrappers, and each one
+ * that a prompt or forbidden rule names as its program starts a candidate
+ * below node i, so that `nice` forty times over `rm` is still forbidden, not
+ * only asked about. argv is node i's own words (slice) or other words read
+ * below it. At most WARD_WRAP_MAX_COMMANDS more nodes, one per such word.
+ */
+static int flat_scan(struct walk *x, size_t i, const char *const *argv, size_t argc, bool slice,
+		     const char *via)
+{
+	struct ward__evaluation *e = x->e;
+
+	for (size_t k = slice ? 1 : 0; k < argc; k++) {
+		const struct ward__eval_node *p = &e->nodes[i];
+		struct ward__eval_node cand = {
+			.argv = argv + k,
+			.argc = argc - k,
+			.parent = i,
+			.offset = slice ? k : SIZE_MAX,
+			.via = via,
+			.placeholder = p->placeholder,
+			.open_tail = p->open_tail,
+			.guarded = true,
+			.restrictive_only = true,
+		};
+		bool matched;
+		int r;
+
+		if (!restricts(x->r, argv[k]))
+			continue;
+		if (e->n_nodes >= 2 * WARD_WRAP_MAX_COMMANDS)
+			return 0;
+		r = add_node(e, &cand);
+		if (r >= 0)
+			r = match_node(x, e->n_nodes - 1, &matched);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
 /* Evaluates node i and, below it, what it runs. */
 static int visit(struct walk *x, size_t i, unsigned depth)
 {
@@ -289,7 +343,7 @@ static int visit(struct walk *x, size_t i, unsigned depth)
 	struct ward__wrap_cmd *cmds;
 	const char *name;
 	size_t n_cmds, from;
-	bool matched;
+	bool matched, flat = false;
 	int k;
 
 	k = ward__wrapper_read(n->argv, n->argc, n->placeholder, n->open_tail, &w);
@@ -297,12 +351,12 @@ static int visit(struct walk *x, size_t i, unsigned depth)
 		return k;
 	n->kind = w.kind;
 	n->why = w.why;
-	if (depth >= WARD_WRAP_MAX_DEPTH && w.n_cmds) {
-		/* Nested past the cap: what it runs is not read, and the person is asked. */
+	if (depth >= WARD_WRAP_MAX_DEPTH && (w.n_cmds || w.candidates_from)) {
+		/* Nested past the cap: not read further (searched flat at the end), and asked about. */
 		e->overflow = true;
 		n->kind = WARD__WRAP_UNCERTAIN;
 		n->why = "wrappers nested too deeply to read";
-		w.n_cmds = 0;
+		flat = true;
 	}
 	if (n->kind == WARD__WRAP_UNCERTAIN && !n->restrictive_only)
 		not_read(e, i);
@@ -334,6 +388,8 @@ static int visit(struct walk *x, size_t i, unsigned depth)
 	k = keep_wrap(e, &w);
 	if (k < 0)
 		goto out;
+	if (flat)
+		return 0;
 	/* The commands it runs, then the candidates (each word on starts one). */
 	for (size_t c = 0; c < n_cmds + (from ? e->nodes[i].argc - from : 0); c++) {
 		const struct ward__eval_node *p = &e->nodes[i];
@@ -395,6 +451,21 @@ int ward__rules_evaluate(const struct ward__rules *r, const char *const *argv, s
 	}
 	if (k >= 0)
 		k = visit(&x, 0, 0);
+	if (k >= 0 && e.overflow) {
+		/*
+		 * Every word the reading got to, once: the command's own and those
+		 * read from scripts and strings (the rest are slices of these).
+		 */
+		const char *via = e.n_wraps && e.wraps[0].name ? e.wraps[0].name : "?";
+
+		k = flat_scan(&x, 0, e.nodes[0].argv, e.nodes[0].argc, true, via);
+		for (size_t j = 0; k >= 0 && j < e.n_wraps; j++)
+			for (size_t m = 0; k >= 0 && m < e.wraps[j].n_cmds; m++)
+				if (e.wraps[j].cmds[m].offset == SIZE_MAX)
+					k = flat_scan(&x, 0, e.wraps[j].cmds[m].argv,
+						      e.wraps[j].cmds[m].argc, false,
+						      e.wraps[j].name);
+	}
 	if (k >= 0 && e.overflow) {
 		/* Too much to read: never allowed, asked about (refused where nobody can be asked). */
 		struct ward__eval_entry en = {

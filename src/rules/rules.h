@@ -300,7 +300,11 @@ WARD_INTERNAL int ward__shell_literal_commands(const char *script, struct ward__
 
 /* Wrappers inside wrappers and scripts, from the command as given. */
 #define WARD_WRAP_MAX_DEPTH 32
-/* Commands one evaluation reads: the command, each level of each wrapper, each candidate. */
+/*
+ * Commands one evaluation reads: the command, each level of each wrapper,
+ * each candidate. Past it (or past the depth), the words left are searched
+ * flat for programs that prompt and forbidden rules name, as many again.
+ */
 #define WARD_WRAP_MAX_COMMANDS 1024
 /* env -S strings one env splits (each split may hold another -S). */
 #define WARD_WRAP_MAX_SPLITS 16
@@ -450,6 +454,8 @@ struct ward__eval_node {
 	bool decides; /* its decision counts: a rule's, or the fallback's when no rule counted */
 	bool allowed; /* a counted allow rule covers it (its own, or a wrapper's naming it) */
 	bool allowed_by_user; /* ... one not from a project's file */
+	/* The longest prefix its own counted allow rules match (0: none), any file and not a project's. */
+	size_t allow_reach, user_allow_reach;
 };
 
 /* One entry of an evaluation: a rule match, or the fallback's decision for a command. */
