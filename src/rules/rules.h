@@ -512,7 +512,10 @@ struct ward__evaluation {
  *     every word of it, and its candidates add their prompt and forbidden
  *     rules;
  *   - words not known until the command runs (find's {}, xargs' input)
- *     match possibly: enough to prompt or forbid, never to allow.
+ *     match possibly: enough to prompt or forbid, never to allow;
+ *   - past the caps (WARD_WRAP_MAX_*) the command is asked about, and the
+ *     words read so far are searched flat for programs that prompt and
+ *     forbidden rules name.
  * -ENOMEM.
  */
 WARD_INTERNAL int ward__rules_evaluate(const struct ward__rules *r, const char *const *argv,
