@@ -219,10 +219,56 @@ static int set_text(char **dst, const char *fmt, ...)
 	return 0;
 }
 
-static const struct ward__cmd *entry_command(const struct ward__approval_step *s,
-					     const struct ward__eval_entry *e)
+static const struct ward__eval_node *entry_command(const struct ward__approval_step *s,
+						   const struct ward__eval_entry *e)
 {
-	return &s->eval.commands.v[e->command];
+	return &s->eval.nodes[e->command];
+}
+
+/* " (run through sudo, env)" for a command a wrapper runs, else "". malloc()ed, NULL on ENOMEM. */
+static char *via_text(const struct ward__approval_step *s, size_t node)
+{
+	static const char head[] = " (run through ";
+	const char *names[WARD_WRAP_MAX_DEPTH + 1];
+	size_t n = 0, len = sizeof(head) + 1;
+	char *t, *o;
+
+	for (size_t k = node; s->eval.nodes[k].parent != SIZE_MAX && n < ELEMENTSOF(names);
+	     k = s->eval.nodes[k].parent) {
+		names[n] = s->eval.nodes[k].via;
+		len += strlen(names[n++]) + 2;
+	}
+	if (n == 0)
+		return strdup("");
+	t = malloc(len);
+	if (!t)
+		return NULL;
+	o = mempcpy(t, head, sizeof(head) - 1);
+	while (n-- > 0) {
+		o = mempcpy(o, names[n], strlen(names[n]));
+		o = mempcpy(o, n ? ", " : ")", n ? 2 : 1);
+	}
+	*o = '\0';
+	return t;
+}
+
+/* Why part of the command could not be read exactly, for a question ("" when all was). */
+static int unread_text(const struct ward__approval_step *s, char **ret)
+{
+	const struct ward__eval_node *n;
+	const char *base;
+
+	*ret = NULL;
+	if (s->eval.understood)
+		return set_text(ret, "%s", "");
+	n = &s->eval.nodes[s->eval.unread];
+	if (s->eval.overflow)
+		return set_text(ret, " (it nests too many commands to read exactly)");
+	if (n->why && strcmp(n->why, "its shell script cannot be read exactly") == 0)
+		return set_text(ret, " (its shell script cannot be read exactly)");
+	base = strrchr(n->argv[0], '/');
+	return set_text(ret, " (what `%s` runs cannot be read exactly: %s)",
+			base ? base + 1 : n->argv[0], n->why ? n->why : "unknown");
 }
 
 /* The rule entry with decision d and the longest matched prefix (Codex: the most specific). */
@@ -243,7 +289,7 @@ static const struct ward__eval_entry *most_specific(const struct ward__approval_
 
 static char *entry_prefix(const struct ward__approval_step *s, const struct ward__eval_entry *e)
 {
-	const struct ward__cmd *c = entry_command(s, e);
+	const struct ward__eval_node *c = entry_command(s, e);
 	const char *words[WARD_RULES_MAX_TOKENS + 1];
 	size_t n = MIN(e->match.n_prefix, (size_t)WARD_RULES_MAX_TOKENS);
 
@@ -260,17 +306,22 @@ static int forbidden_reason(struct ward__approval_step *s)
 
 	if (!cmd)
 		return -ENOMEM;
-	if (e && e->match.group->justification)
-		return set_text(&s->reason, "`%s` rejected: %s", cmd,
-				e->match.group->justification);
-	if (e) {
-		_cleanup_free_ char *prefix = entry_prefix(s, e);
+	if (e && e->match.group->justification) {
+		_cleanup_free_ char *via = via_text(s, e->command);
 
-		if (!prefix)
+		if (!via)
+			return -ENOMEM;
+		return set_text(&s->reason, "`%s` rejected: %s%s", cmd,
+				e->match.group->justification, via);
+	}
+	if (e) {
+		_cleanup_free_ char *prefix = entry_prefix(s, e), *via = via_text(s, e->command);
+
+		if (!prefix || !via)
 			return -ENOMEM;
 		return set_text(&s->reason,
-				"`%s` rejected: policy forbids commands starting with `%s`", cmd,
-				prefix);
+				"`%s` rejected: policy forbids commands starting with `%s`%s", cmd,
+				prefix, via);
 	}
 	return set_text(
 		&s->reason,
@@ -282,9 +333,9 @@ static int prompt_reason(struct ward__approval_step *s)
 {
 	_cleanup_free_ char *cmd = joined((const char *const *)s->argv, s->argc);
 	const struct ward__eval_entry *e = most_specific(s, WARD__DECISION_PROMPT);
-	const char *unread = s->eval.understood ? "" : " (its shell script cannot be read exactly)";
+	_cleanup_free_ char *unread = NULL;
 
-	if (!cmd)
+	if (!cmd || unread_text(s, &unread) < 0)
 		return -ENOMEM;
 	if (e && e->match.group->justification)
 		return set_text(&s->reason, "`%s` requires approval: %s", cmd,
@@ -293,10 +344,10 @@ static int prompt_reason(struct ward__approval_step *s)
 		return set_text(&s->reason, "`%s` requires approval by policy", cmd);
 	for (size_t i = 0; i < s->eval.n_entries; i++) {
 		const struct ward__eval_entry *h = &s->eval.entries[i];
-		const struct ward__cmd *c = entry_command(s, h);
+		const struct ward__eval_node *c = entry_command(s, h);
 
 		if (h->heuristic && h->decision == WARD__DECISION_PROMPT &&
-		    ward__command_dangerous((const char *const *)c->argv, c->argc))
+		    ward__command_dangerous(c->argv, c->argc))
 			return set_text(&s->reason, "`%s` may delete files by force%s", cmd,
 					unread);
 	}
@@ -337,7 +388,7 @@ static bool any_rule_match(const struct ward__approval_step *s)
 	return false;
 }
 
-static bool prefix_matches(const char *const *prefix, size_t n, const struct ward__cmd *c)
+static bool prefix_matches(const char *const *prefix, size_t n, const struct ward__eval_node *c)
 {
 	if (c->argc < n)
 		return false;
@@ -366,10 +417,14 @@ static int derive_proposal(struct ward__approval_step *s)
 	if (s->req.prefix_rule) {
 		bool all = true;
 
-		for (size_t i = 0; i < s->eval.commands.n && all; i++) {
-			const struct ward__cmd *c = &s->eval.commands.v[i];
-			bool allowed = prefix_matches((const char *const *)s->req.prefix_rule,
-						      s->req.n_prefix_rule, c);
+		for (size_t i = 0; i < s->eval.n_nodes && all; i++) {
+			const struct ward__eval_node *c = &s->eval.nodes[i];
+			bool allowed;
+
+			if (!c->decides)
+				continue;
+			allowed = prefix_matches((const char *const *)s->req.prefix_rule,
+						 s->req.n_prefix_rule, c);
 
 			for (size_t k = 0; !allowed && k < s->eval.n_entries; k++)
 				allowed = s->eval.entries[k].command == i &&
@@ -387,9 +442,10 @@ static int derive_proposal(struct ward__approval_step *s)
 		for (size_t i = 0; i < s->eval.n_entries && !found; i++)
 			if (s->eval.entries[i].heuristic &&
 			    (int)s->eval.entries[i].decision == want) {
-				const struct ward__cmd *c = entry_command(s, &s->eval.entries[i]);
+				const struct ward__eval_node *c =
+					entry_command(s, &s->eval.entries[i]);
 
-				found = (const char *const *)c->argv;
+				found = c->argv;
 				n = c->argc;
 			}
 	}

@@ -30,6 +30,13 @@ static const char check_help[] =
 	"   \"decision\":...}\n"
 	"The command is matched as written (a shell script in 'bash -lc' is not split).\n"
 	"\n"
+	"With --effective: the decision ward's approvals enforce instead, with what\n"
+	"only ward reads: the commands of scripts and of wrappers (env, sudo, nice,\n"
+	"timeout, xargs, find -exec, ...), each match with the command it matched and\n"
+	"the wrapper chain that leads to it, the commands no rule decided (the approval\n"
+	"mode's fallback decides them), the strictest decision, and whether the command\n"
+	"would run outside the sandbox (docs/rules.md).\n"
+	"\n"
 	"Options:\n"
 	"  -r, --rules FILE              read this rules file (repeatable)\n"
 	"      --codex-rules             also read Codex's $CODEX_HOME/rules/*.rules\n"
@@ -41,6 +48,9 @@ static const char check_help[] =
 	"      --resolve-host-executables  match a program given as an absolute path by its\n"
 	"                                basename, as host_executable() allows\n"
 	"      --pretty                  pretty-print the JSON\n"
+	"      --effective               print the decision ward enforces (see above)\n"
+	"  -a, --ask-for-approval MODE   with --effective: the approval mode (untrusted,\n"
+	"                                on-request (default), never, granular)\n"
 	"  -h, --help                    show this help\n"
 	"\n"
 	"Exit status: 0 when the rules loaded (whatever the decision), 125 on errors.\n";
@@ -64,6 +74,7 @@ enum {
 	OPT_PRETTY,
 	OPT_RESOLVE,
 	OPT_FILE,
+	OPT_EFFECTIVE,
 };
 
 /* Loads the sources `ward policy check` was asked for into r. Returns 0, or -1 after reporting. */
@@ -150,6 +161,8 @@ int cli_policy_check(int argc, char **argv)
 		{"cd", required_argument, NULL, 'C'},
 		{"pretty", no_argument, NULL, OPT_PRETTY},
 		{"resolve-host-executables", no_argument, NULL, OPT_RESOLVE},
+		{"effective", no_argument, NULL, OPT_EFFECTIVE},
+		{"ask-for-approval", required_argument, NULL, 'a'},
 		{"help", no_argument, NULL, 'h'},
 		{0},
 	};
@@ -159,7 +172,8 @@ int cli_policy_check(int argc, char **argv)
 	struct ward__rules r;
 	const char *project = ".";
 	size_t n_files = 0;
-	bool codex = false, pretty = false;
+	bool codex = false, pretty = false, effective = false, mode_given = false;
+	enum ward_approval_mode mode = WARD_APPROVAL_ON_REQUEST;
 	int c, ret;
 
 	if (!files) {
@@ -168,7 +182,7 @@ int cli_policy_check(int argc, char **argv)
 	}
 	opterr = 0;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "+:r:C:h", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+:r:C:a:h", opts, NULL)) != -1) {
 		switch (c) {
 		case 'r':
 			files[n_files++] = optarg;
@@ -185,6 +199,18 @@ int cli_policy_check(int argc, char **argv)
 		case OPT_RESOLVE:
 			o.resolve_host_executables = true;
 			break;
+		case OPT_EFFECTIVE:
+			effective = true;
+			break;
+		case 'a':
+			if (ward_approval_mode_from_string(optarg, &mode) < 0) {
+				cli_errorf(
+					"policy check: unknown approval mode '%s' (untrusted, on-request, never, granular)",
+					optarg);
+				return WARD_EXIT_FAILURE;
+			}
+			mode_given = true;
+			break;
 		case 'h':
 			fputs(check_help, stdout);
 			return 0;
@@ -197,6 +223,10 @@ int cli_policy_check(int argc, char **argv)
 				argv[optind - 1]);
 			return WARD_EXIT_FAILURE;
 		}
+	}
+	if (mode_given && !effective) {
+		cli_errorf("policy check: --ask-for-approval needs --effective");
+		return WARD_EXIT_FAILURE;
 	}
 	if (optind >= argc) {
 		cli_errorf(
@@ -218,8 +248,20 @@ int cli_policy_check(int argc, char **argv)
 		ward__rules_release(&r);
 		return WARD_EXIT_FAILURE;
 	}
-	ret = ward__rules_check_json(&r, (const char *const *)argv + optind,
-				     (size_t)(argc - optind), &o, pretty, &json);
+	if (effective) {
+		/* As the approval runner sees it: a sandbox restricting writes, no escalation asked. */
+		struct ward__unmatched_ctx uc = {.mode = mode, .fs_restricted = true};
+		struct ward__evaluation e = {0};
+
+		ret = ward__rules_evaluate(&r, (const char *const *)argv + optind,
+					   (size_t)(argc - optind), cwd, home, &uc, &e);
+		if (ret >= 0)
+			ret = ward__rules_effective_json(&e, mode, pretty, &json);
+		ward__evaluation_release(&e);
+	} else {
+		ret = ward__rules_check_json(&r, (const char *const *)argv + optind,
+					     (size_t)(argc - optind), &o, pretty, &json);
+	}
 	ward__rules_release(&r);
 	if (ret < 0) {
 		cli_errorf("policy check: cannot format the result: %s", strerror(-ret));

@@ -7,6 +7,11 @@
  * {"matchedPrefix", "decision", "resolvedProgram" when set, "justification"
  * when set}}), then "decision" (the strictest) only when something matched.
  * Compact, or serde_json's pretty form (two-space indent, "key": value).
+ *
+ * And `ward policy check --effective`: what the approval runner enforces
+ * (rules/evaluate.c), in the same shape with what only ward has added: every
+ * counted match with the command it matched and the wrapper chain that
+ * leads to it, the commands no rule decided, the effective decision.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -194,6 +199,158 @@ int ward__rules_check_json(const struct ward__rules *r, const char *const *argv,
 	*ret_json = (char *)out;
 out:
 	ward__match_list_release(&l);
+	ward__buf_release(&b);
+	return ret;
+}
+
+/* ------------------------------------------------------------ the effective decision */
+
+static void jw_words(struct jw *w, const char *const *argv, size_t argc)
+{
+	jw_open(w, "[");
+	for (size_t i = 0; i < argc; i++) {
+		jw_item(w, NULL);
+		jw_string(w, argv[i]);
+	}
+	jw_close(w, "]");
+}
+
+/* The wrappers that lead to node i, outermost first. */
+static void jw_chain(struct jw *w, const struct ward__evaluation *e, size_t i)
+{
+	const char *names[WARD_WRAP_MAX_DEPTH + 1];
+	size_t n = 0;
+
+	for (size_t k = i; e->nodes[k].parent != SIZE_MAX && n < ELEMENTSOF(names);
+	     k = e->nodes[k].parent)
+		names[n++] = e->nodes[k].via;
+	jw_open(w, "[");
+	while (n-- > 0) {
+		jw_item(w, NULL);
+		jw_string(w, names[n]);
+	}
+	jw_close(w, "]");
+}
+
+static void jw_bool(struct jw *w, bool v)
+{
+	jw_raw(w, v ? "true" : "false");
+}
+
+int ward__rules_effective_json(const struct ward__evaluation *e, enum ward_approval_mode mode,
+			       bool pretty, char **ret_json)
+{
+	struct ward__buf b;
+	struct jw w = {.b = &b, .pretty = pretty, .first = true};
+	uint8_t *out;
+	int ret;
+
+	ret = ward__buf_init(&b, CHECK_JSON_MAX);
+	if (ret < 0)
+		return ret;
+	jw_open(&w, "{");
+	jw_item(&w, "matchedRules");
+	jw_open(&w, "[");
+	for (size_t i = 0; i < e->n_entries; i++) {
+		const struct ward__eval_entry *en = &e->entries[i];
+		const struct ward__rule_match *m = &en->match;
+		const struct ward__eval_node *n = &e->nodes[en->command];
+
+		if (en->heuristic)
+			continue;
+		jw_item(&w, NULL);
+		jw_open(&w, "{");
+		jw_item(&w, "prefixRuleMatch");
+		jw_open(&w, "{");
+		jw_item(&w, "matchedPrefix");
+		jw_open(&w, "[");
+		jw_item(&w, NULL);
+		jw_string(&w, m->rule->first);
+		for (size_t k = 1; k < m->n_prefix && k < n->argc; k++) {
+			jw_item(&w, NULL);
+			jw_string(&w, n->argv[k]);
+		}
+		jw_close(&w, "]");
+		jw_item(&w, "decision");
+		jw_string(&w, ward__decision_to_string(en->decision));
+		if (m->resolved_program) {
+			jw_item(&w, "resolvedProgram");
+			jw_string(&w, m->resolved_program);
+		}
+		if (m->group->justification) {
+			jw_item(&w, "justification");
+			jw_string(&w, m->group->justification);
+		}
+		jw_item(&w, "command");
+		jw_words(&w, n->argv, n->argc);
+		jw_item(&w, "chain");
+		jw_chain(&w, e, en->command);
+		if (n->restrictive_only) {
+			jw_item(&w, "candidate");
+			jw_bool(&w, true);
+		}
+		if (m->possible) {
+			jw_item(&w, "possible");
+			jw_bool(&w, true);
+		}
+		jw_close(&w, "}");
+		jw_close(&w, "}");
+	}
+	jw_close(&w, "]");
+	jw_item(&w, "unmatchedCommands");
+	jw_open(&w, "[");
+	for (size_t i = 0; i < e->n_entries; i++) {
+		const struct ward__eval_entry *en = &e->entries[i];
+		const struct ward__eval_node *n = &e->nodes[en->command];
+
+		if (!en->heuristic)
+			continue;
+		jw_item(&w, NULL);
+		jw_open(&w, "{");
+		jw_item(&w, "command");
+		jw_words(&w, n->argv, n->argc);
+		jw_item(&w, "chain");
+		jw_chain(&w, e, en->command);
+		jw_item(&w, "decision");
+		jw_string(&w, ward__decision_to_string(en->decision));
+		jw_close(&w, "}");
+	}
+	jw_close(&w, "]");
+	jw_item(&w, "decision");
+	jw_string(&w, ward__decision_to_string(e->decision));
+	jw_item(&w, "runsOutsideSandbox");
+	jw_bool(&w, e->bypass_sandbox);
+	jw_item(&w, "readExactly");
+	jw_bool(&w, e->understood);
+	if (!e->understood) {
+		const struct ward__eval_node *n = &e->nodes[e->unread];
+
+		jw_item(&w, "unread");
+		jw_open(&w, "{");
+		jw_item(&w, "command");
+		jw_words(&w, n->argv, n->argc);
+		jw_item(&w, "chain");
+		jw_chain(&w, e, e->unread);
+		jw_item(&w, "why");
+		jw_string(&w,
+			  e->overflow	   ? "too many commands to read"
+				  : n->why ? n->why
+					   : "unknown");
+		jw_close(&w, "}");
+	}
+	jw_item(&w, "approvalMode");
+	jw_string(&w, ward_approval_mode_to_string(mode));
+	jw_close(&w, "}");
+	ret = w.r;
+	if (ret < 0)
+		goto out;
+	out = ward__buf_steal(&b, NULL);
+	if (!out) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	*ret_json = (char *)out;
+out:
 	ward__buf_release(&b);
 	return ret;
 }

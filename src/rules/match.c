@@ -136,22 +136,90 @@ static bool token_matches(const struct ward__pattern_token *t, const char *arg)
 	return false;
 }
 
-/* Whether rule matches [program, argv[1], ...] (program replaces argv[0]). */
-static bool rule_matches(const struct ward__rules *r, const struct ward__prefix_rule *rule,
-			 const char *program, const char *const *argv, size_t argc)
+/*
+ * Whether word, its placeholders replaced by any text, can equal s: the
+ * placeholders are wildcards, the text between them literal.
+ */
+static bool may_become(const char *word, const char *ph, const char *s)
+{
+	size_t pl = strlen(ph);
+	const char *next = strstr(word, ph);
+	size_t lit;
+
+	if (!next)
+		return strcmp(word, s) == 0;
+	/* The literal text before the first placeholder starts s. */
+	lit = (size_t)(next - word);
+	if (strncmp(word, s, lit) != 0)
+		return false;
+	word = next + pl;
+	s += lit;
+	/* Each later piece: at its leftmost place (greedy is exact for literal pieces), the last at the end. */
+	for (;;) {
+		const char *found;
+
+		next = strstr(word, ph);
+		lit = next ? (size_t)(next - word) : strlen(word);
+		if (!next) {
+			size_t sl = strlen(s);
+
+			return sl >= lit && memcmp(s + sl - lit, word, lit) == 0;
+		}
+		if (lit) {
+			char *piece = strndup(word, lit);
+
+			/* Out of memory: "may" is the answer that keeps prompts and refusals. */
+			if (!piece)
+				return true;
+			found = strstr(s, piece);
+			free(piece);
+			if (!found)
+				return false;
+			s = found + lit;
+		}
+		word = next + pl;
+	}
+}
+
+static bool token_may_match(const struct ward__pattern_token *t, const char *arg, const char *ph)
+{
+	for (size_t i = 0; i < t->n_alts; i++)
+		if (may_become(arg, ph, t->alts[i]))
+			return true;
+	return false;
+}
+
+/*
+ * Whether rule matches [program, argv[1], ...] (program replaces argv[0]):
+ * 0 no, 1 yes, 2 possibly (the unknown words of opts may make it match).
+ */
+static int rule_matches(const struct ward__rules *r, const struct ward__prefix_rule *rule,
+			const char *program, const char *const *argv, size_t argc,
+			const struct ward__match_opts *opts)
 {
 	const struct ward__rule_group *g = &r->groups[rule->group];
+	const char *ph = opts && opts->placeholder && *opts->placeholder ? opts->placeholder : NULL;
+	bool possible = false;
 
-	if (argc < g->n_rest + 1 || strcmp(rule->first, program) != 0)
-		return false;
-	for (size_t i = 0; i < g->n_rest; i++)
+	if (strcmp(rule->first, program) != 0)
+		return 0;
+	for (size_t i = 0; i < g->n_rest; i++) {
+		if (i + 1 >= argc)
+			return opts && opts->open_tail ? 2 : 0;
+		if (ph && strstr(argv[i + 1], ph)) {
+			if (!token_may_match(&g->rest[i], argv[i + 1], ph))
+				return 0;
+			possible = true;
+			continue;
+		}
 		if (!token_matches(&g->rest[i], argv[i + 1]))
-			return false;
-	return true;
+			return 0;
+	}
+	return possible ? 2 : 1;
 }
 
 static int push(struct ward__match_list *l, const struct ward__rules *r,
-		const struct ward__prefix_rule *rule, const char *resolved)
+		const struct ward__prefix_rule *rule, const char *resolved, bool possible)
 {
 	const struct ward__rule_group *g = &r->groups[rule->group];
 	struct ward__rule_match *m;
@@ -166,7 +234,8 @@ static int push(struct ward__match_list *l, const struct ward__rules *r,
 		l->alloc = na;
 	}
 	m = &l->v[l->n];
-	*m = (struct ward__rule_match){.rule = rule, .group = g, .n_prefix = g->n_rest + 1};
+	*m = (struct ward__rule_match){
+		.rule = rule, .group = g, .n_prefix = g->n_rest + 1, .possible = possible};
 	if (resolved) {
 		m->resolved_program = strdup(resolved);
 		if (!m->resolved_program)
@@ -203,12 +272,15 @@ int ward__rules_match(const struct ward__rules *r, const char *const *argv, size
 
 	if (argc == 0)
 		return 0;
-	for (size_t i = 0; i < r->n_prefix; i++)
-		if (rule_matches(r, &r->prefix[i], argv[0], argv, argc)) {
-			ret = push(out, r, &r->prefix[i], NULL);
+	for (size_t i = 0; i < r->n_prefix; i++) {
+		int k = rule_matches(r, &r->prefix[i], argv[0], argv, argc, opts);
+
+		if (k) {
+			ret = push(out, r, &r->prefix[i], NULL, k == 2);
 			if (ret < 0)
 				return ret;
 		}
+	}
 	if (out->n > before || !opts || !opts->resolve_host_executables)
 		return 0;
 
@@ -225,8 +297,9 @@ int ward__rules_match(const struct ward__rules *r, const char *const *argv, size
 		return 0;
 	for (size_t i = 0; i < r->n_prefix; i++) {
 		const struct ward__prefix_rule *rule = &r->prefix[i];
+		int k = rule_matches(r, rule, base, argv, argc, opts);
 
-		if (!rule_matches(r, rule, base, argv, argc))
+		if (!k)
 			continue;
 		/*
 		 * Restrictive (ward's approvals): prompt and forbidden follow the
@@ -237,7 +310,7 @@ int ward__rules_match(const struct ward__rules *r, const char *const *argv, size
 		if (opts->restrictive && r->groups[rule->group].decision == WARD__DECISION_ALLOW &&
 		    !listed)
 			continue;
-		ret = push(out, r, rule, program);
+		ret = push(out, r, rule, program, k == 2);
 		if (ret < 0)
 			return ret;
 	}

@@ -29,6 +29,9 @@
  * make a string that is not the UTF-8 text it looks like, or that no argv
  * can hold).
  *
+ * The values and calls are read by syntax.c (on lex.c's tokens); this file
+ * gives them their meaning, checks the examples and merges a file into a set.
+ *
  * Semantics follow Codex's builtins (execpolicy/src/parser.rs): parameter
  * order for positional arguments, defaults, the checks on each value, the
  * expansion of first-token alternatives into separate rules, and the
@@ -45,6 +48,7 @@
 #include "basic/error.h"
 #include "rules/lex.h"
 #include "rules/rules.h"
+#include "rules/syntax.h"
 
 /* ------------------------------------------------------------ the set */
 
@@ -146,293 +150,16 @@ static int reserve(void **v, size_t *alloc, size_t n, size_t extra, size_t sz)
 	return 0;
 }
 
-/* ------------------------------------------------------------ values */
-
-enum vtype {
-	V_STR,
-	V_LIST,
-	V_INT,
-	V_NONE,
-	V_BOOL,
-	V_BYTES,
-};
-
-struct value {
-	enum vtype type;
-	unsigned line, col;
-	char *s; /* V_STR, V_BYTES */
-	struct value *items; /* V_LIST */
-	size_t n;
-};
-
-static void value_release(struct value *v)
-{
-	free(v->s);
-	for (size_t i = 0; i < v->n; i++)
-		value_release(&v->items[i]);
-	free(v->items);
-	*v = (struct value){0};
-}
-
-static const char *vtype_name(enum vtype t)
-{
-	switch (t) {
-	case V_STR:
-		return "string";
-	case V_LIST:
-		return "list";
-	case V_INT:
-		return "int";
-	case V_NONE:
-		return "NoneType";
-	case V_BOOL:
-		return "bool";
-	case V_BYTES:
-		return "bytes";
-	}
-	return "value";
-}
-
-struct parser {
-	struct ward__lexer lx;
-	struct ward__tok cur;
-	size_t values; /* values parsed in this file, bounded by the file size anyway */
-};
-
-static int next(struct parser *p)
-{
-	ward__tok_release(&p->cur);
-	return ward__lex_next(&p->lx, &p->cur);
-}
-
-static int unexpected(struct parser *p, const char *expected)
-{
-	char buf[64];
-
-	return ward__lex_fail(&p->lx, p->cur.line, p->cur.col, "unexpected %s, expected %s",
-			      ward__tok_desc(&p->cur, buf, sizeof(buf)), expected);
-}
-
-static int parse_value(struct parser *p, struct value *v, int depth);
-
-static int parse_list(struct parser *p, struct value *v, int depth)
-{
-	size_t alloc = 0;
-	int r;
-
-	v->type = V_LIST;
-	r = next(p); /* past '[' */
-	if (r < 0)
-		return r;
-	while (p->cur.kind != T_RBRACK) {
-		if (v->n >= WARD_RULES_MAX_TOKENS * WARD_RULES_MAX_ALTS)
-			return ward__lex_fail(&p->lx, p->cur.line, p->cur.col, "list too long");
-		if (v->n == alloc) {
-			struct value *items;
-
-			alloc = alloc ? alloc * 2 : 4;
-			items = reallocarray(v->items, alloc, sizeof(*items));
-			if (!items)
-				return -ENOMEM;
-			v->items = items;
-		}
-		v->items[v->n] = (struct value){0};
-		v->n++;
-		r = parse_value(p, &v->items[v->n - 1], depth + 1);
-		if (r < 0)
-			return r;
-		if (p->cur.kind == T_COMMA) {
-			r = next(p);
-			if (r < 0)
-				return r;
-		} else if (p->cur.kind != T_RBRACK) {
-			return unexpected(p, "',' or ']'");
-		}
-	}
-	return next(p); /* past ']' */
-}
-
-static int parse_value(struct parser *p, struct value *v, int depth)
-{
-	struct ward__tok *t = &p->cur;
-	int r;
-
-	v->line = t->line;
-	v->col = t->col;
-	if (++p->values > WARD_RULES_MAX_FILE)
-		return ward__lex_fail(&p->lx, t->line, t->col, "too many values");
-	switch (t->kind) {
-	case T_STRING:
-		v->type = t->bytes ? V_BYTES : V_STR;
-		v->s = TAKE_PTR(t->str);
-		r = next(p);
-		break;
-	case T_LBRACK:
-		r = parse_list(p, v, depth);
-		break;
-	case T_INT:
-		v->type = V_INT;
-		r = next(p);
-		break;
-	case T_NAME:
-		if (t->len == 4 && memcmp(t->start, "None", 4) == 0)
-			v->type = V_NONE;
-		else if ((t->len == 4 && memcmp(t->start, "True", 4) == 0) ||
-			 (t->len == 5 && memcmp(t->start, "False", 5) == 0))
-			v->type = V_BOOL;
-		else
-			return ward__lex_fail(
-				&p->lx, t->line, t->col,
-				"'%.*s' is not supported: values must be written out (strings and lists), this is not a Starlark interpreter",
-				(int)MIN(t->len, (size_t)40), t->start);
-		r = next(p);
-		break;
-	case T_LPAREN:
-		return ward__lex_fail(
-			&p->lx, t->line, t->col,
-			"tuples and parenthesised expressions are not supported (write a list)");
-	case T_EOF:
-	case T_NEWLINE:
-	case T_RPAREN:
-	case T_RBRACK:
-	case T_COMMA:
-	case T_EQ:
-	case T_SEMI:
-	case T_OTHER:
-	default:
-		return unexpected(p, "a string or a list");
-	}
-	if (r < 0)
-		return r;
-	/* A value ends at ',' ')' or ']': anything else is an expression. */
-	if (p->cur.kind == T_EOF || p->cur.kind == T_NEWLINE || p->cur.kind == T_SEMI)
-		return unexpected(p, "',' or a closing bracket");
-	if (p->cur.kind != T_COMMA && p->cur.kind != T_RPAREN && p->cur.kind != T_RBRACK) {
-		char buf[64];
-
-		return ward__lex_fail(&p->lx, p->cur.line, p->cur.col,
-				      "unexpected %s after a value: expressions are not supported",
-				      ward__tok_desc(&p->cur, buf, sizeof(buf)));
-	}
-	return 0;
-}
-
-/* ------------------------------------------------------------ calls */
-
-#define MAX_PARAMS 5
-
-struct call {
-	const char *name;
-	unsigned line, col;
-	struct value args[MAX_PARAMS];
-	bool given[MAX_PARAMS];
-};
-
-static void call_release(struct call *c)
-{
-	for (size_t i = 0; i < MAX_PARAMS; i++)
-		value_release(&c->args[i]);
-}
-
-struct builtin {
-	const char *name;
-	const char *params[MAX_PARAMS + 1]; /* positional order, NULL-terminated */
-	unsigned required; /* bit i: params[i] is required */
-};
+/* ------------------------------------------------------------ the builtins */
 
 /* Positional order as Codex's builtins declare their parameters. */
-static const struct builtin builtins[] = {
+static const struct ward__builtin builtins[] = {
 	{"prefix_rule",
 	 {"pattern", "decision", "match", "not_match", "justification", NULL},
 	 1u << 0},
 	{"network_rule", {"host", "protocol", "decision", "justification", NULL}, 7u},
 	{"host_executable", {"name", "paths", NULL}, 3u},
 };
-
-static int parse_call(struct parser *p, const struct builtin *b, struct call *c)
-{
-	size_t nparams = 0, positional = 0;
-	bool named_seen = false;
-	int r;
-
-	while (b->params[nparams])
-		nparams++;
-	r = next(p); /* past the name */
-	if (r < 0)
-		return r;
-	if (p->cur.kind != T_LPAREN)
-		return unexpected(p, "'('");
-	r = next(p);
-	if (r < 0)
-		return r;
-	while (p->cur.kind != T_RPAREN) {
-		size_t idx;
-		unsigned line = p->cur.line, col = p->cur.col;
-
-		if (p->cur.kind == T_OTHER && p->cur.start[0] == '*')
-			return ward__lex_fail(&p->lx, line, col,
-					      "*args and **kwargs are not supported");
-		if (p->cur.kind == T_NAME && p->lx.pos < p->lx.len) {
-			/* NAME '=' value: peek for the '=' without consuming the name. */
-			struct ward__lexer save = p->lx;
-			struct ward__tok name = p->cur, eq;
-			bool is_kw;
-
-			r = ward__lex_next(&p->lx, &eq);
-			if (r < 0)
-				return r;
-			is_kw = eq.kind == T_EQ;
-			ward__tok_release(&eq);
-			if (is_kw) {
-				for (idx = 0; idx < nparams; idx++)
-					if (strlen(b->params[idx]) == name.len &&
-					    memcmp(b->params[idx], name.start, name.len) == 0)
-						break;
-				if (idx == nparams)
-					return ward__lex_fail(
-						&p->lx, line, col, "%s() has no parameter '%.*s'",
-						b->name, (int)MIN(name.len, (size_t)40),
-						name.start);
-				if (c->given[idx])
-					return ward__lex_fail(
-						&p->lx, line, col,
-						"%s(): argument '%s' given more than once", b->name,
-						b->params[idx]);
-				named_seen = true;
-				r = ward__lex_next(&p->lx, &p->cur); /* past '=' */
-				if (r < 0)
-					return r;
-				goto value;
-			}
-			p->lx = save;
-		}
-		if (named_seen)
-			return ward__lex_fail(&p->lx, line, col,
-					      "%s(): positional argument after a named one",
-					      b->name);
-		if (positional >= nparams)
-			return ward__lex_fail(&p->lx, line, col, "%s() takes at most %zu arguments",
-					      b->name, nparams);
-		idx = positional++;
-	value:
-		c->given[idx] = true;
-		r = parse_value(p, &c->args[idx], 0);
-		if (r < 0)
-			return r;
-		if (p->cur.kind == T_COMMA) {
-			r = next(p);
-			if (r < 0)
-				return r;
-		} else if (p->cur.kind != T_RPAREN) {
-			return unexpected(p, "',' or ')'");
-		}
-	}
-	for (size_t i = 0; i < nparams; i++)
-		if ((b->required & (1u << i)) && !c->given[i])
-			return ward__lex_fail(&p->lx, c->line, c->col,
-					      "%s(): missing argument '%s'", b->name, b->params[i]);
-	return next(p); /* past ')' */
-}
 
 /* ------------------------------------------------------------ one file */
 
@@ -453,7 +180,7 @@ struct file {
 	struct pending *pending;
 	size_t n_pending, alloc_pending;
 	size_t n_examples;
-	struct parser p;
+	struct ward__parser p;
 	unsigned source;
 	const struct ward__match_opts *opts;
 };
@@ -474,9 +201,9 @@ static void pending_release(struct pending *pd)
 	free(pd->not_match);
 }
 
-static int vfail(struct file *f, const struct value *v, const char *fmt, ...) _printf_(3, 4);
+static int vfail(struct file *f, const struct ward__value *v, const char *fmt, ...) _printf_(3, 4);
 
-static int vfail(struct file *f, const struct value *v, const char *fmt, ...)
+static int vfail(struct file *f, const struct ward__value *v, const char *fmt, ...)
 {
 	char msg[384];
 	va_list ap;
@@ -487,9 +214,9 @@ static int vfail(struct file *f, const struct value *v, const char *fmt, ...)
 	return ward__lex_fail(&f->p.lx, v->line, v->col, "%s", msg);
 }
 
-static int cfail(struct file *f, const struct call *c, const char *fmt, ...) _printf_(3, 4);
+static int cfail(struct file *f, const struct ward__call *c, const char *fmt, ...) _printf_(3, 4);
 
-static int cfail(struct file *f, const struct call *c, const char *fmt, ...)
+static int cfail(struct file *f, const struct ward__call *c, const char *fmt, ...)
 {
 	char msg[384];
 	va_list ap;
@@ -500,11 +227,11 @@ static int cfail(struct file *f, const struct call *c, const char *fmt, ...)
 	return ward__lex_fail(&f->p.lx, c->line, c->col, "%s", msg);
 }
 
-static int parse_decision(struct file *f, const struct value *v, bool network,
+static int parse_decision(struct file *f, const struct ward__value *v, bool network,
 			  enum ward__decision *ret)
 {
 	if (v->type != V_STR)
-		return vfail(f, v, "decision must be a string (got %s)", vtype_name(v->type));
+		return vfail(f, v, "decision must be a string (got %s)", ward__vtype_name(v->type));
 	if (strcmp(v->s, "allow") == 0)
 		*ret = WARD__DECISION_ALLOW;
 	else if (strcmp(v->s, "prompt") == 0)
@@ -526,22 +253,23 @@ static bool blank(const char *s)
 	return true;
 }
 
-static int parse_justification(struct file *f, const struct call *c, size_t idx, char **ret)
+static int parse_justification(struct file *f, const struct ward__call *c, size_t idx, char **ret)
 {
-	const struct value *v = &c->args[idx];
+	const struct ward__value *v = &c->args[idx];
 
 	*ret = NULL;
 	if (!c->given[idx])
 		return 0;
 	if (v->type != V_STR)
-		return vfail(f, v, "justification must be a string (got %s)", vtype_name(v->type));
+		return vfail(f, v, "justification must be a string (got %s)",
+			     ward__vtype_name(v->type));
 	if (blank(v->s))
 		return vfail(f, v, "justification cannot be empty");
 	*ret = strdup(v->s);
 	return *ret ? 0 : -ENOMEM;
 }
 
-static int strv_from_list(const struct value *v, char ***ret, size_t *ret_n)
+static int strv_from_list(const struct ward__value *v, char ***ret, size_t *ret_n)
 {
 	char **out = calloc(v->n + 1, sizeof(char *));
 
@@ -669,14 +397,14 @@ static int shlex_split(const char *s, struct ward__cmd *ret)
 	return 0;
 }
 
-static int parse_examples(struct file *f, const struct value *v, const char *what,
+static int parse_examples(struct file *f, const struct ward__value *v, const char *what,
 			  struct ward__cmd **ret, size_t *ret_n)
 {
 	struct ward__cmd *out;
 	int r;
 
 	if (v->type != V_LIST)
-		return vfail(f, v, "%s must be a list (got %s)", what, vtype_name(v->type));
+		return vfail(f, v, "%s must be a list (got %s)", what, ward__vtype_name(v->type));
 	f->n_examples += v->n;
 	if (f->n_examples > WARD_RULES_MAX_EXAMPLES * 64 || v->n > WARD_RULES_MAX_EXAMPLES)
 		return vfail(f, v, "too many examples (at most %d per rule)",
@@ -685,7 +413,7 @@ static int parse_examples(struct file *f, const struct value *v, const char *wha
 	if (!out)
 		return -ENOMEM;
 	for (size_t i = 0; i < v->n; i++) {
-		const struct value *e = &v->items[i];
+		const struct ward__value *e = &v->items[i];
 
 		if (e->type == V_STR) {
 			r = shlex_split(e->s, &out[i]);
@@ -711,14 +439,14 @@ static int parse_examples(struct file *f, const struct value *v, const char *wha
 					r = vfail(
 						f, &e->items[j],
 						"invalid example: example tokens must be strings (got %s)",
-						vtype_name(e->items[j].type));
+						ward__vtype_name(e->items[j].type));
 			if (r >= 0)
 				r = strv_from_list(e, &out[i].argv, &out[i].argc);
 		} else {
 			r = vfail(
 				f, e,
 				"invalid example: example must be a string or list of strings (got %s)",
-				vtype_name(e->type));
+				ward__vtype_name(e->type));
 		}
 		if (r < 0) {
 			for (size_t j = 0; j <= i; j++)
@@ -732,7 +460,8 @@ static int parse_examples(struct file *f, const struct value *v, const char *wha
 	return 0;
 }
 
-static int parse_pattern_token(struct file *f, const struct value *v, struct ward__pattern_token *t)
+static int parse_pattern_token(struct file *f, const struct ward__value *v,
+			       struct ward__pattern_token *t)
 {
 	if (v->type == V_STR) {
 		t->alts = calloc(2, sizeof(char *));
@@ -748,7 +477,7 @@ static int parse_pattern_token(struct file *f, const struct value *v, struct war
 		return vfail(
 			f, v,
 			"invalid pattern element: pattern element must be a string or list of strings (got %s)",
-			vtype_name(v->type));
+			ward__vtype_name(v->type));
 	if (v->n == 0)
 		return vfail(f, v, "invalid pattern element: pattern alternatives cannot be empty");
 	if (v->n > WARD_RULES_MAX_ALTS)
@@ -759,7 +488,7 @@ static int parse_pattern_token(struct file *f, const struct value *v, struct war
 			return vfail(
 				f, &v->items[i],
 				"invalid pattern element: pattern alternative must be a string (got %s)",
-				vtype_name(v->items[i].type));
+				ward__vtype_name(v->items[i].type));
 	return strv_from_list(v, &t->alts, &t->n_alts);
 }
 
@@ -779,9 +508,9 @@ static int add_source_rule(struct file *f, const char *first, size_t group)
 	return 0;
 }
 
-static int do_prefix_rule(struct file *f, struct call *c)
+static int do_prefix_rule(struct file *f, struct ward__call *c)
 {
-	const struct value *pat = &c->args[0];
+	const struct ward__value *pat = &c->args[0];
 	struct ward__rule_group g = {.source = f->source, .line = c->line, .col = c->col};
 	struct pending pd = {.line = c->line, .col = c->col};
 	struct ward__pattern_token first = {0};
@@ -789,7 +518,8 @@ static int do_prefix_rule(struct file *f, struct call *c)
 	int r;
 
 	if (pat->type != V_LIST)
-		return vfail(f, pat, "pattern must be a list (got %s)", vtype_name(pat->type));
+		return vfail(f, pat, "pattern must be a list (got %s)",
+			     ward__vtype_name(pat->type));
 	if (pat->n == 0)
 		return vfail(f, pat, "invalid pattern element: pattern cannot be empty");
 	if (pat->n > WARD_RULES_MAX_TOKENS)
@@ -844,7 +574,7 @@ static int do_prefix_rule(struct file *f, struct call *c)
 }
 
 /* Codex's normalize_network_rule_host: a hostname or IP literal, no scheme, port, path or wildcard. */
-static int normalize_host(struct file *f, const struct value *v, char **ret)
+static int normalize_host(struct file *f, const struct ward__value *v, char **ret)
 {
 	const char *s = v->s, *e;
 	_cleanup_free_ char *h = NULL;
@@ -922,18 +652,18 @@ static int normalize_host(struct file *f, const struct value *v, char **ret)
 	return 0;
 }
 
-static int do_network_rule(struct file *f, struct call *c)
+static int do_network_rule(struct file *f, struct ward__call *c)
 {
 	struct ward__network_rule nr = {.source = f->source, .line = c->line};
-	const struct value *proto = &c->args[1];
+	const struct ward__value *proto = &c->args[1];
 	int r;
 
 	if (c->args[0].type != V_STR)
 		return vfail(f, &c->args[0], "host must be a string (got %s)",
-			     vtype_name(c->args[0].type));
+			     ward__vtype_name(c->args[0].type));
 	if (proto->type != V_STR)
 		return vfail(f, proto, "protocol must be a string (got %s)",
-			     vtype_name(proto->type));
+			     ward__vtype_name(proto->type));
 	if (strcmp(proto->s, "http") == 0)
 		nr.protocol = WARD__NET_HTTP;
 	else if (strcmp(proto->s, "https") == 0 || strcmp(proto->s, "https_connect") == 0 ||
@@ -982,16 +712,18 @@ static struct ward__host_executable *find_host(struct ward__host_executable *v, 
 	return NULL;
 }
 
-static int do_host_executable(struct file *f, struct call *c)
+static int do_host_executable(struct file *f, struct ward__call *c)
 {
-	const struct value *name = &c->args[0], *paths = &c->args[1];
+	const struct ward__value *name = &c->args[0], *paths = &c->args[1];
 	struct ward__host_executable h = {0}, *old;
 	int r = 0;
 
 	if (name->type != V_STR)
-		return vfail(f, name, "name must be a string (got %s)", vtype_name(name->type));
+		return vfail(f, name, "name must be a string (got %s)",
+			     ward__vtype_name(name->type));
 	if (paths->type != V_LIST)
-		return vfail(f, paths, "paths must be a list (got %s)", vtype_name(paths->type));
+		return vfail(f, paths, "paths must be a list (got %s)",
+			     ward__vtype_name(paths->type));
 	if (!name->s[0])
 		return vfail(f, name, "invalid rule: host_executable name cannot be empty");
 	if (strchr(name->s, '/') || strcmp(name->s, ".") == 0 || strcmp(name->s, "..") == 0)
@@ -1009,14 +741,14 @@ static int do_host_executable(struct file *f, struct call *c)
 		return -ENOMEM;
 	}
 	for (size_t i = 0; r >= 0 && i < paths->n; i++) {
-		const struct value *pv = &paths->items[i];
+		const struct ward__value *pv = &paths->items[i];
 		_cleanup_free_ char *abs = NULL, *base = NULL;
 		bool dup = false;
 
 		if (pv->type != V_STR) {
 			r = vfail(f, pv,
 				  "invalid rule: host_executable paths must be strings (got %s)",
-				  vtype_name(pv->type));
+				  ward__vtype_name(pv->type));
 			break;
 		}
 		if (pv->s[0] != '/') {
@@ -1069,9 +801,9 @@ static int do_host_executable(struct file *f, struct call *c)
 
 static int parse_statement(struct file *f)
 {
-	struct parser *p = &f->p;
-	const struct builtin *b = NULL;
-	struct call c = {.line = p->cur.line, .col = p->cur.col};
+	struct ward__parser *p = &f->p;
+	const struct ward__builtin *b = NULL;
+	struct ward__call c = {.line = p->cur.line, .col = p->cur.col};
 	int r;
 
 	if (p->cur.kind != T_NAME) {
@@ -1080,7 +812,7 @@ static int parse_statement(struct file *f)
 			return ward__lex_fail(
 				&p->lx, p->cur.line, p->cur.col,
 				"only prefix_rule(), network_rule() and host_executable() calls are supported");
-		return unexpected(p, "a rule");
+		return ward__syntax_unexpected(p, "a rule");
 	}
 	for (size_t i = 0; i < ELEMENTSOF(builtins); i++)
 		if (strlen(builtins[i].name) == p->cur.len &&
@@ -1107,7 +839,7 @@ static int parse_statement(struct file *f)
 			(int)MIN(p->cur.len, (size_t)40), p->cur.start, what);
 	}
 	c.name = b->name;
-	r = parse_call(p, b, &c);
+	r = ward__syntax_call(p, b, &c);
 	if (r >= 0) {
 		if (b == &builtins[0])
 			r = do_prefix_rule(f, &c);
@@ -1116,7 +848,7 @@ static int parse_statement(struct file *f)
 		else
 			r = do_host_executable(f, &c);
 	}
-	call_release(&c);
+	ward__call_release(&c);
 	return r;
 }
 
@@ -1319,22 +1051,22 @@ int ward__rules_parse(struct ward__rules *r, const char *origin, const char *tex
 				      .col = 1,
 				      .line_start = true,
 				      .err = err};
-	ret = next(&f.p);
+	ret = ward__syntax_next(&f.p);
 	while (ret >= 0 && f.p.cur.kind != T_EOF) {
 		ret = parse_statement(&f);
 		if (ret < 0)
 			break;
 		/* A statement ends at a newline, a ';' (then maybe another call) or the end. */
 		if (f.p.cur.kind == T_SEMI) {
-			ret = next(&f.p);
+			ret = ward__syntax_next(&f.p);
 			if (ret >= 0 && f.p.cur.kind == T_SEMI)
-				ret = unexpected(&f.p, "a rule");
+				ret = ward__syntax_unexpected(&f.p, "a rule");
 			if (ret >= 0 && f.p.cur.kind == T_NEWLINE)
-				ret = next(&f.p);
+				ret = ward__syntax_next(&f.p);
 		} else if (f.p.cur.kind == T_NEWLINE) {
-			ret = next(&f.p);
+			ret = ward__syntax_next(&f.p);
 		} else if (f.p.cur.kind != T_EOF) {
-			ret = unexpected(&f.p, "end of line");
+			ret = ward__syntax_unexpected(&f.p, "end of line");
 		}
 	}
 	ward__tok_release(&f.p.cur);

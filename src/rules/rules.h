@@ -1,27 +1,39 @@
 /* SPDX-License-Identifier: MIT */
+/*
+ * DESIGN: src/rules, "what a command's words say before it runs".
+ *
+ * Owns: Codex's execpolicy ".rules" language (lex.c tokens, syntax.c values
+ * and calls, parse.c their meaning, the examples, merging into a set);
+ * matching a command against a set (match.c); the JSON of `ward policy
+ * check` and of `--effective` (check.c); the shell-word reader that splits
+ * `bash -lc "a && b"` into plain commands and the literal scan of scripts it
+ * refuses (shell.c); the wrapper reader that says what `env`, `sudo`,
+ * `nice`, `xargs`, `find -exec`... run (wrappers.c); the known-safe and
+ * dangerous command lists and the banned amendment prefixes (safety.c); the
+ * decision for one command as the approval runner enforces it (evaluate.c);
+ * where rules files live and reading them (load.c); appending a rule to a
+ * file (amend.c).
+ *
+ * May call: src/basic only (and the C library). Nothing here knows about
+ * sandboxes, processes, approvals or servers: src/approval calls in, with
+ * argv and the approval mode, and gets decisions back. Within the folder
+ * the calls go one way too (a <- b: b calls a): lex <- syntax <- parse <-
+ * load, amend; shell <- safety, wrappers, parse; match <- parse, check,
+ * evaluate; safety, wrappers <- evaluate <- check.
+ *
+ * Pure: everything but load.c and amend.c takes bytes or argv and returns
+ * structures, no I/O, no globals; those are fuzzed (fuzz/fuzz-rules*.c).
+ *
+ * Hard caps: a rules file comes from the user, the project (which an agent
+ * may have written) or another tool, and a command from the agent, so every
+ * quantity in either is bounded (the limits below).
+ */
 #pragma once
 
 #include <sys/types.h>
 
 #include "basic/macro.h"
 #include "ward/ward.h"
-
-/*
- * Command rules: Codex's execpolicy ".rules" language (parse.c), matching a
- * command against the rules (match.c), the JSON of `ward policy check`
- * (check.c), the shell-word reader that splits `bash -lc "a && b"` into plain
- * commands (shell.c), the known-safe and dangerous command lists and the
- * banned amendment prefixes (safety.c), the unmatched-command decision and
- * the evaluation of a whole command for the approval runner (evaluate.c),
- * where rules files live (load.c) and appending a rule to one (amend.c).
- *
- * Everything here depends on src/basic only. parse.c, match.c, check.c,
- * shell.c, safety.c and evaluate.c are pure (bytes and argv in, structures
- * out, no I/O) and fuzzed; load.c and amend.c read and write files.
- *
- * Hard caps: a rules file comes from the user, the project (which an agent
- * may have written) or another tool, so every quantity in it is bounded.
- */
 
 /* ------------------------------------------------------------ limits */
 
@@ -148,6 +160,15 @@ struct ward__match_opts {
 	bool restrictive;
 	const char *cwd;
 	const char *home;
+	/*
+	 * Words not known until the command runs (a wrapper's, rules/wrappers.c):
+	 * an argument containing placeholder may become any text in its place,
+	 * and with open_tail more arguments may follow. A rule that the known
+	 * words do not contradict then matches as "possible" (see
+	 * ward__rule_match): enough to prompt or forbid, never to allow.
+	 */
+	const char *placeholder;
+	bool open_tail;
 };
 
 /*
@@ -168,8 +189,10 @@ WARD_INTERNAL int ward__rules_parse(struct ward__rules *r, const char *origin, c
 struct ward__rule_match {
 	const struct ward__prefix_rule *rule;
 	const struct ward__rule_group *group;
-	size_t n_prefix; /* the matched prefix: rule->first, then argv[1 .. n_prefix) */
+	/* The matched prefix: rule->first, then argv[1 .. n_prefix) (a possible match may reach past argc). */
+	size_t n_prefix;
 	char *resolved_program; /* malloc()ed absolute path when matched by basename, else NULL */
+	bool possible; /* matched only if the unknown words turn out to fit (ward__match_opts) */
 };
 
 struct ward__match_list {
@@ -216,6 +239,18 @@ WARD_INTERNAL int ward__rules_check_json(const struct ward__rules *r, const char
 					 size_t argc, const struct ward__match_opts *opts,
 					 bool pretty, char **ret_json);
 
+/*
+ * The JSON of `ward policy check --effective` for an evaluation made in
+ * mode (docs/rules.md): {"matchedRules":[{"prefixRuleMatch":{...,"command":
+ * [...],"chain":[...],"candidate"?,"possible"?}}],"unmatchedCommands":
+ * [{"command","chain","decision"}],"decision","runsOutsideSandbox",
+ * "readExactly","unread"?,"approvalMode"}. *ret_json is malloc()ed.
+ */
+struct ward__evaluation;
+WARD_INTERNAL int ward__rules_effective_json(const struct ward__evaluation *e,
+					     enum ward_approval_mode mode, bool pretty,
+					     char **ret_json);
+
 /* Appends s as a JSON string the way serde_json escapes it. -ENOBUFS, -ENOMEM. */
 struct ward__buf;
 WARD_INTERNAL int ward__rules_json_string(struct ward__buf *b, const char *s);
@@ -261,10 +296,114 @@ WARD_INTERNAL int ward__shell_split(const char *script, struct ward__cmdv *ret);
  */
 WARD_INTERNAL int ward__shell_literal_commands(const char *script, struct ward__cmdv *ret);
 
+/* ------------------------------------------------------------ wrappers (wrappers.c) */
+
+/* Wrappers inside wrappers and scripts, from the command as given. */
+#define WARD_WRAP_MAX_DEPTH 32
+/*
+ * Commands one evaluation reads: the command, each level of each wrapper,
+ * each candidate. Past it (or past the depth), the words left are searched
+ * flat for programs that prompt and forbidden rules name, as many again.
+ */
+#define WARD_WRAP_MAX_COMMANDS 1024
+/* env -S strings one env splits (each split may hold another -S). */
+#define WARD_WRAP_MAX_SPLITS 16
+
+/* What a command is, as something that runs other commands. */
+enum ward__wrap_kind {
+	/* Not a wrapper, or a form of one that runs no command (command -v, sudo -l). */
+	WARD__WRAP_NONE = 0,
+	/*
+	 * Runs its commands and has no effect of its own that matters to a
+	 * rule (nice, timeout, setsid, a shell running a script ward reads):
+	 * its commands decide in its place.
+	 */
+	WARD__WRAP_TRANSPARENT,
+	/*
+	 * Runs them as another user, with another environment, directory or
+	 * name, or is not at a system path (it may not be the program its name
+	 * says): decides as written, and its commands' allow rules and the
+	 * known-safe list do not count for them.
+	 */
+	WARD__WRAP_GUARDED,
+	/* A program of its own that also runs commands (find -exec): decides as written, and they do too. */
+	WARD__WRAP_ALSO,
+	/*
+	 * What it runs cannot be read exactly (an option ward does not know, a
+	 * script or an env -S string it cannot read, a program that is a file
+	 * name filled in later): decides as written, never allowed by a rule
+	 * short of one naming every word or by the known-safe list; its
+	 * commands are candidates, only their prompt and forbidden rules apply.
+	 */
+	WARD__WRAP_UNCERTAIN,
+};
+
+/* One command a wrapper runs. */
+struct ward__wrap_cmd {
+	/* NULL-terminated; points into the wrapper's argv or into memory the ward__wrap owns. */
+	const char *const *argv;
+	size_t argc;
+	size_t offset; /* argv == the wrapper's argv + offset; SIZE_MAX when it is not a slice */
+	/* Words containing it are replaced when it runs (find's "{}", xargs -I's string), or NULL. */
+	const char *placeholder;
+	bool open_tail; /* words are appended when it runs (xargs, find -exec ... {} +) */
+	bool at_end; /* argv ends with the wrapper's last word (words appended to the wrapper land here) */
+	bool guarded; /* runs in a way its allow rules do not cover (find -execdir with a relative program) */
+	bool restrictive_only; /* may be what runs (a candidate, an exec -a name) */
+};
+
+struct ward__wrap {
+	enum ward__wrap_kind kind;
+	const char
+		*name; /* static: the wrapper as a chain names it ("env", "sudo", "bash", "find") */
+	const char *why; /* static: why GUARDED or UNCERTAIN, else NULL */
+	/*
+	 * Words appended to this wrapper would be read by the wrapper itself,
+	 * not passed to a command it runs: no command was given (`xargs nice`),
+	 * or find, whose expression they extend.
+	 */
+	bool wants_command;
+	struct ward__wrap_cmd *cmds;
+	size_t n_cmds, alloc_cmds;
+	/*
+	 * UNCERTAIN: every word of argv from this index on starts a candidate
+	 * (argv + i, to the end; only its prompt and forbidden rules apply);
+	 * 0 when none. Left to the caller to walk, within its own caps.
+	 */
+	size_t candidates_from;
+	void **owned; /* what cmds point into, beside the wrapper's argv */
+	size_t n_owned, alloc_owned;
+	struct ward__cmdv script; /* a script's commands (read, or found by the literal scan) */
+};
+
+/*
+ * Reads argv (argv[argc] == NULL) as a wrapper: env, nice, ionice, nohup,
+ * setsid, timeout, stdbuf, time, command, exec, xargs, taskset, chrt, flock,
+ * sudo, doas, find's -exec family and the shells' -c, by the basename of
+ * argv[0], with their options as the real programs parse them (GNU getopt:
+ * stop at the first operand, clustered short options, attached and separate
+ * values, unambiguous long-option prefixes). docs/rules.md has the table.
+ * placeholder and open_tail say which of argv's words are not known yet
+ * (ward__match_opts): a wrapper whose own words hold the placeholder, or
+ * that would take its command from appended words, is UNCERTAIN. *ret is
+ * filled in every case (WARD__WRAP_NONE for anything else) and owns what its
+ * commands point to beyond argv, which must outlive it. -ENOMEM.
+ */
+WARD_INTERNAL int ward__wrapper_read(const char *const *argv, size_t argc, const char *placeholder,
+				     bool open_tail, struct ward__wrap *ret);
+WARD_INTERNAL void ward__wrap_release(struct ward__wrap *w);
+
 /* ------------------------------------------------------------ safety lists (safety.c) */
 
 /* Codex's is_known_safe_command for one plain command (read-only tools). */
 WARD_INTERNAL bool ward__command_known_safe(const char *const *argv, size_t argc);
+
+/*
+ * Whether the program (by basename) is one of the tools safe with any
+ * arguments (cat, ls, grep, ...): for a command some of whose words are
+ * not known until it runs (find -exec ... {}, xargs).
+ */
+WARD_INTERNAL bool ward__command_safe_any_args(const char *argv0);
 
 /*
  * Codex's dangerous-command detection: rm with a force option, also behind
@@ -294,39 +433,90 @@ struct ward__unmatched_ctx {
 WARD_INTERNAL enum ward__decision ward__unmatched_decision(const char *const *argv, size_t argc,
 							   const struct ward__unmatched_ctx *c);
 
+/*
+ * One command of an evaluation: the command as given, or one that a wrapper
+ * or a script in it runs (rules/wrappers.c), or a candidate: a command that
+ * may be what runs, where the reading is not exact.
+ */
+struct ward__eval_node {
+	const char *const *argv; /* NULL-terminated, owned by the evaluation */
+	size_t argc;
+	size_t parent; /* index into nodes; SIZE_MAX for the command as given */
+	size_t offset; /* argv == the parent's argv + offset; SIZE_MAX when it is not a slice */
+	const char *via; /* static: the parent's wrapper name ("env", "bash"); NULL for the root */
+	enum ward__wrap_kind kind; /* as a wrapper (UNCERTAIN also when its words make it so) */
+	const char *why; /* static: why GUARDED or UNCERTAIN */
+	const char *placeholder; /* see ward__match_opts */
+	bool open_tail;
+	/* Below a wrapper that changes who or how: its own allow rules and the known-safe list do not count. */
+	bool guarded;
+	bool restrictive_only; /* a candidate: only prompt and forbidden rules apply */
+	bool decides; /* its decision counts: a rule's, or the fallback's when no rule counted */
+	bool allowed; /* a counted allow rule covers it (its own, or a wrapper's naming it) */
+	bool allowed_by_user; /* ... one not from a project's file */
+	/* The longest prefix its own counted allow rules match (0: none), any file and not a project's. */
+	size_t allow_reach, user_allow_reach;
+};
+
 /* One entry of an evaluation: a rule match, or the fallback's decision for a command. */
 struct ward__eval_entry {
-	size_t command; /* index into commands */
-	bool heuristic; /* no rule matched this command */
+	size_t command; /* index into nodes: the command the match's words are from */
+	bool heuristic; /* no rule counted for this command: the fallback decided */
 	enum ward__decision decision;
 	struct ward__rule_match match; /* when !heuristic */
 };
 
 struct ward__evaluation {
-	struct ward__cmdv commands; /* the plain commands that were evaluated */
-	bool understood; /* a shell wrapper's script was read completely (or there was none) */
+	struct ward__eval_node *nodes; /* nodes[0] is the command as given */
+	size_t n_nodes, alloc_nodes;
+	/*
+	 * Every wrapper and script was read exactly. When not, unread is the
+	 * first node that was not (its why says what), or the root when the
+	 * caps (WARD_WRAP_MAX_*) stopped the reading.
+	 */
+	bool understood;
+	size_t unread;
+	bool overflow; /* the caps stopped the reading: the command is asked about */
 	struct ward__eval_entry *entries;
 	size_t n_entries, alloc_entries;
 	enum ward__decision decision; /* the strictest of the entries */
 	/*
-	 * The decision is allow and every command matched an allow rule from a
-	 * file that is not a project's: the command may run outside the sandbox.
+	 * The decision is allow and every command that decides is covered by an
+	 * allow rule from a file that is not a project's: the command may run
+	 * outside the sandbox.
 	 */
 	bool bypass_sandbox;
 	/* A rule (not the fallback) asked for the prompt. */
 	bool prompt_is_rule;
+	/* What the nodes point into. */
+	struct ward__cmdv root;
+	struct ward__wrap *wraps;
+	size_t n_wraps, alloc_wraps;
 };
 
 /*
- * Evaluates argv for the approval runner, as Codex's
- * create_exec_approval_requirement_for_command does: a shell wrapper's script
- * is split into plain commands (when the reader understands it), each command
- * is matched (restrictive basename matching, relative paths against cwd) and
- * unmatched ones get the fallback's decision. A script the reader does not
- * understand is evaluated as the whole argv, never counts as known safe, is
- * allowed only by a rule whose pattern reaches the script itself, and the
- * literal commands found in it still get the prompt and forbidden decisions
- * of the rules. -ENOMEM.
+ * Evaluates argv for the approval runner. As Codex's
+ * create_exec_approval_requirement_for_command: the plain commands of a
+ * `bash -lc` script are matched (restrictive basename matching, relative
+ * paths against cwd) and the unmatched ones get the fallback's decision. And
+ * beyond Codex (docs/rules.md, "Wrappers"): wrappers are read, nested and in
+ * scripts, and the decision is the strictest of the command as written and
+ * every command its wrappers run:
+ *   - a TRANSPARENT wrapper's own rules count, its commands decide for it;
+ *   - a GUARDED or ALSO one decides as written, as do its commands, whose
+ *     own allow rules and the known-safe list do not count below a guard;
+ *   - an allow rule of a wrapper whose pattern reaches into the command it
+ *     runs (["sudo", "apt", "update"]) counts for that command too;
+ *   - an UNCERTAIN wrapper (or a script the reader refuses) decides as
+ *     written, never counts as known safe, is allowed only by a rule naming
+ *     every word of it, and its candidates add their prompt and forbidden
+ *     rules;
+ *   - words not known until the command runs (find's {}, xargs' input)
+ *     match possibly: enough to prompt or forbid, never to allow;
+ *   - past the caps (WARD_WRAP_MAX_*) the command is asked about, and the
+ *     words read so far are searched flat for programs that prompt and
+ *     forbidden rules name.
+ * -ENOMEM.
  */
 WARD_INTERNAL int ward__rules_evaluate(const struct ward__rules *r, const char *const *argv,
 				       size_t argc, const char *cwd, const char *home,

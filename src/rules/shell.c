@@ -398,8 +398,14 @@ static int emit(struct ward__cmdv *out, size_t *alloc, struct ward__cmd *c)
 
 	while (skip < c->argc &&
 	       (looks_like_assignment(c->argv[skip], strlen(c->argv[skip])) ||
-		is_reserved(c->argv[skip], strlen(c->argv[skip]))))
+		is_reserved(c->argv[skip], strlen(c->argv[skip])))) {
+		/* The keyword `time -p`: its option is not the command either. */
+		bool timed = strcmp(c->argv[skip], "time") == 0;
+
 		skip++;
+		if (timed && skip < c->argc && strcmp(c->argv[skip], "-p") == 0)
+			skip++;
+	}
 	if (skip == c->argc || out->n >= WARD_SHELL_MAX_COMMANDS) {
 		for (size_t i = 0; i < c->argc; i++)
 			free(c->argv[i]);

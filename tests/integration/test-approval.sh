@@ -6,7 +6,9 @@
 # person would (tests/helpers/pty-ask.py types the keys when the prompt
 # appears), asserting what reached the host: a file outside the writable roots
 # is written only after the retry outside the sandbox was approved; forbidden
-# commands never run; without a terminal the answer is no; the terminal is
+# commands never run, also behind wrappers (env, sudo, nice, find -exec,
+# xargs, ... and in bash -lc), and an allow passes only through wrappers that
+# change nothing else; without a terminal the answer is no; the terminal is
 # restored whatever ends the question; the audit log records it all. Plain
 # and --json runs, as root and unprivileged.
 . "$(dirname "$0")/lib.sh"
@@ -93,6 +95,72 @@ t_forbidden_never_runs() {
 	ask y -a on-request --rules "$T/f.rules" -- bash -c "true && touch '$f'"
 	expect_rc 123
 	assert_absent "$f"
+}
+
+# A forbidden program stays forbidden behind every wrapper ward reads, nested and in scripts.
+t_forbidden_behind_wrappers() {
+	setup_approval
+	local f=$WS/forbidden wrap
+	printf 'prefix_rule(pattern=["touch"], decision="forbidden", justification="no touching")\n' >"$T/f.rules"
+	printf '%s\n' "$f" >"$T/list"
+	mkdir -p "$WS/d"
+	local -a wrappers=(
+		"env X=1" "env -i" "env -u HOME" "env -C /" "/usr/bin/env --chdir=/ X=1"
+		"nice" "nice -n 5" "ionice -c 3" "nohup" "setsid -f" "timeout 5" "timeout -s KILL 1m"
+		"stdbuf -oL" "time -p" "taskset 1" "taskset -c 0" "chrt -o 0" "flock $T/lock"
+		"sudo" "sudo -u root -E --" "doas -u root" "sudo env X=1 nice" "timeout 5 env -i stdbuf -o0"
+	)
+	for wrap in "${wrappers[@]}"; do
+		# shellcheck disable=SC2086
+		w -a on-request --rules "$T/f.rules" -- $wrap touch "$f"
+		expect_rc 123
+		assert_stderr_has "rejected: no touching (run through"
+		assert_absent "$f"
+	done
+	local -a forms=(
+		"env -S 'touch $f'" "flock $T/lock -c 'touch $f'" "xargs -a $T/list touch"
+		"find $WS/d -exec touch $f ';'" "find $WS/d -execdir touch {} +" "find $WS/d -ok touch $f ';'"
+	)
+	for wrap in "${forms[@]}"; do
+		local -a words=()
+		eval "words=($wrap)"
+		w -a on-request --rules "$T/f.rules" -- "${words[@]}"
+		expect_rc 123
+		assert_absent "$f"
+	done
+	for wrap in "env X=1 touch $f" "exec touch $f" "command touch $f" "true && nice timeout 5 touch $f" \
+		"sudo -u root env X=1 touch $f" "exec -a x touch $f" "time -p touch $f" "nohup touch $f &"; do
+		for mode in on-request never untrusted; do
+			w -a "$mode" --rules "$T/f.rules" -- bash -lc "$wrap"
+			expect_rc 123
+			assert_absent "$f"
+		done
+	done
+	# Options ward does not know: still forbidden, from the words that follow them.
+	w -a on-request --rules "$T/f.rules" -- timeout --no-such-option 5 touch "$f"
+	expect_rc 123
+	assert_absent "$f"
+}
+
+# An allow passes through a wrapper that changes nothing else, and takes the command out of the
+# sandbox; through one that changes the environment it does not.
+t_allow_through_wrappers() {
+	setup_approval
+	printf 'prefix_rule(pattern=["touch"])\n' >"$T/a.rules"
+	w -a on-request --rules "$T/a.rules" -- nice -n 1 timeout 10 touch "$OUT/nice"
+	expect_rc 0
+	assert_exists "$OUT/nice"
+	w -a on-request --rules "$T/a.rules" -- bash -lc "stdbuf -oL touch '$OUT/script'"
+	expect_rc 0
+	assert_exists "$OUT/script"
+	w -a on-request --rules "$T/a.rules" -- env X=1 touch "$OUT/env"
+	[ "$WRC" != 0 ] || fail "env X=1 touch ran outside the sandbox"
+	assert_absent "$OUT/env"
+	w -a untrusted --rules "$T/a.rules" -- env X=1 touch "$OUT/env"
+	expect_rc 123
+	assert_absent "$OUT/env"
+	"$WARD" policy check --effective -a untrusted --rules "$T/a.rules" -- env X=1 touch x >"$T/.run/stdout"
+	assert_stdout_has '"unmatchedCommands":[{"command":["env","X=1","touch","x"],"chain":[],"decision":"prompt"},{"command":["touch","x"],"chain":["env"],"decision":"prompt"}]'
 }
 
 t_no_terminal_means_no() {
@@ -275,6 +343,8 @@ t_bad_options() {
 tcase "untrusted: a denied write reaches the host only after the retry is approved" t_retry_outside_only_after_approval
 tcase "keys answer the question: n, q, Ctrl-C, y" t_keys_decide
 tcase "a forbidden command never runs, in any mode" t_forbidden_never_runs
+tcase "a forbidden program stays forbidden behind every wrapper" t_forbidden_behind_wrappers
+tcase "an allow passes through transparent wrappers only" t_allow_through_wrappers
 tcase "without a terminal the answer is no" t_no_terminal_means_no
 tcase "a signal while asking restores the terminal" t_signal_restores_terminal
 tcase "a rule's allow leaves the sandbox, a project's does not" t_rule_allow_and_project_rules

@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: MIT
 # shellcheck disable=SC2317,SC2016
 #
-# Command rules from the command line: `ward policy check` (Codex's JSON, the
+# Command rules from the command line: `ward policy check` (Codex's JSON, and with
+# --effective the decision ward enforces through wrappers and scripts; the
 # rules sources and their order, errors naming file:line:col) and
 # `ward policy allow` (the rule lands in the user's rules file, banned
 # prefixes are refused, the file stays loadable), as root and unprivileged.
@@ -57,6 +58,34 @@ t_check_table() {
 		n=$((n + 1))
 	done <"$DATA/check.table"
 	[ "$n" -ge 50 ] || fail "only $n rows"
+}
+
+# --effective: what the approvals enforce, with the wrapper chain; without it, Codex's answer.
+t_check_effective() {
+	printf 'prefix_rule(pattern=["rm"], decision="forbidden")\nprefix_rule(pattern=["npm", "test"])\n' >"$T/w.rules"
+	ward_cmd policy check --rules "$T/w.rules" -- sudo env X=1 nice rm f
+	expect_rc 0
+	assert_eq "$LINE" '{"matchedRules":[]}' "Codex's answer"
+	ward_cmd policy check --effective --rules "$T/w.rules" -- sudo env X=1 nice rm f
+	expect_rc 0
+	assert_eq "$LINE" '{"matchedRules":[{"prefixRuleMatch":{"matchedPrefix":["rm"],"decision":"forbidden","command":["rm","f"],"chain":["sudo","env","nice"]}}],"unmatchedCommands":[{"command":["sudo","env","X=1","nice","rm","f"],"chain":[],"decision":"allow"},{"command":["env","X=1","nice","rm","f"],"chain":["sudo"],"decision":"allow"}],"decision":"forbidden","runsOutsideSandbox":false,"readExactly":true,"approvalMode":"on-request"}' "effective"
+	ward_cmd policy check --effective -a untrusted --rules "$T/w.rules" -- bash -lc "nice npm test && timeout 5 ls"
+	expect_rc 0
+	assert_eq "$LINE" '{"matchedRules":[{"prefixRuleMatch":{"matchedPrefix":["npm","test"],"decision":"allow","command":["npm","test"],"chain":["bash","nice"]}}],"unmatchedCommands":[{"command":["ls"],"chain":["bash","timeout"],"decision":"allow"}],"decision":"allow","runsOutsideSandbox":false,"readExactly":true,"approvalMode":"untrusted"}' "script"
+	ward_cmd policy check --effective --rules "$T/w.rules" -- timeout --bogus 5 rm f
+	expect_rc 0
+	assert_match "$LINE" '"candidate":true.*"decision":"forbidden".*"readExactly":false,"unread":\{"command":\["timeout","--bogus","5","rm","f"\],"chain":\[\],"why":"an option ward does not know' "inexact"
+	ward_cmd policy check --effective --pretty --rules "$T/w.rules" -- nice npm test
+	expect_rc 0
+	assert_stdout_has '  "runsOutsideSandbox": true,'
+	ward_cmd policy check -a never --rules "$T/w.rules" -- ls
+	expect_rc 125
+	expect_one_line_error
+	assert_stderr_has "--ask-for-approval needs --effective"
+	ward_cmd policy check --effective -a sometimes --rules "$T/w.rules" -- ls
+	expect_rc 125
+	expect_one_line_error
+	assert_stderr_has "unknown approval mode 'sometimes'"
 }
 
 t_check_errors() {
@@ -179,6 +208,7 @@ t_check_without_home() {
 
 tcase "policy check prints Codex's JSON for Codex's example rules" t_check_codex_example
 tcase "policy check gives every answer of check.table" t_check_table
+tcase "policy check --effective: the decision ward enforces, with the wrapper chain" t_check_effective
 tcase "policy check errors name the file, line and column" t_check_errors
 tcase "policy check reads ward's rules, then the project's, in order" t_check_default_sources
 tcase "policy check --codex-rules reads CODEX_HOME/rules" t_check_codex_rules

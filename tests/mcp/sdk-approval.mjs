@@ -24,7 +24,7 @@ const audit = `${dir}/state/ward/audit.jsonl`;
 
 let n = 0;
 let failed = 0;
-const plan = 24;
+const plan = 25;
 console.log(`1..${plan}`);
 
 function ok(cond, name, diag) {
@@ -243,6 +243,18 @@ try {
     const r = await call({ cmd: "rm keep" });
     ok(r.isError && asked === 0 && existsSync(`${ws}/keep`) && /never delete here/.test(text(r)),
        "a forbidden rule: never run, never asked", r);
+    // Behind wrappers, nested, in pipelines and in scripts the reader refuses: still forbidden.
+    const bad = [];
+    for (const cmd of ["env X=1 rm keep", "sudo -u root rm keep", "nice -n 5 timeout 5 rm keep",
+                       "find . -name keep -exec rm {} +", "echo keep | xargs rm", "flock lock -c 'rm keep'",
+                       "bash -lc 'exec rm keep'", "env -S 'rm keep'", "setsid nohup stdbuf -oL rm keep",
+                       "time -p rm keep", "ionice -c 3 chrt -o 0 taskset 1 command rm keep",
+                       "doas env -i rm keep", "/usr/bin/env --unset=HOME rm keep"]) {
+      const w = await call({ cmd });
+      if (!(w.isError && /never delete here \(run through/.test(text(w)) && existsSync(`${ws}/keep`)))
+        bad.push({ cmd, result: w });
+    }
+    ok(bad.length === 0 && asked === 0, "a forbidden rule: never run behind any wrapper, never asked", bad);
     await client.close();
     const lines = existsSync(audit) ? readFileSync(audit, "utf8").trim().split("\n").map((l) => JSON.parse(l)) : [];
     ok(lines.some((l) => l.event === "answer" && l.source === "person" && l.decision === "approved") &&

@@ -927,6 +927,174 @@ TEST(approval_table)
 	ASSERT_GE(rows, 50);
 }
 
+/* ------------------------------------------------------------------ wrappers */
+
+/* A wrapper's reading as wrappers-read.table writes it. */
+static void render_wrap(const struct ward__wrap *w, char *out, size_t size)
+{
+	static const char *const kinds[] = {"none", "transparent", "guarded", "also", "uncertain"};
+	FILE *f = fmemopen(out, size, "w");
+
+	ASSERT_TRUE(f != NULL);
+	fprintf(f, "%s%s", kinds[w->kind], w->wants_command ? " wants" : "");
+	for (size_t i = 0; i < w->n_cmds; i++) {
+		const struct ward__wrap_cmd *c = &w->cmds[i];
+
+		ASSERT_TRUE(c->argv[c->argc] == NULL);
+		fputs(" |", f);
+		for (size_t k = 0; k < c->argc; k++)
+			fprintf(f, " %s", c->argv[k]);
+		if (c->offset != SIZE_MAX)
+			fprintf(f, "@%zu", c->offset);
+		if (c->placeholder)
+			fprintf(f, " {%s}", c->placeholder);
+		fprintf(f, "%s%s%s", c->open_tail ? " +tail" : "", c->restrictive_only ? " ?" : "",
+			c->guarded ? " !" : "");
+	}
+	if (w->candidates_from)
+		fprintf(f, " | cands@%zu", w->candidates_from);
+	fclose(f);
+}
+
+TEST(wrapper_reading)
+{
+	FILE *f = open_table("wrappers-read.table");
+	char line[8192], got[4096];
+	unsigned rows = 0;
+
+	while (fgets(line, sizeof(line), f)) {
+		char *fl[2], **argv;
+		struct ward__wrap w;
+		json_error_t jerr;
+		json_t *a;
+		size_t n;
+
+		if (line[0] == '#' || line[0] == '\n')
+			continue;
+		ASSERT_EQ(fields(line, fl, 2), 2);
+		a = json_loads(fl[0], 0, &jerr);
+		ASSERT_TRUE(a != NULL);
+		argv = argv_from_json(a, &n);
+		ASSERT_OK(ward__wrapper_read((const char *const *)argv, n, NULL, false, &w));
+		render_wrap(&w, got, sizeof(got));
+		if (strcmp(got, fl[1]) != 0)
+			tap_fail(__FILE__, __LINE__, "%s: got '%s', expected '%s'", fl[0], got,
+				 fl[1]);
+		ward__wrap_release(&w);
+		strv_freep(&argv);
+		json_decref(a);
+		rows++;
+	}
+	fclose(f);
+	ASSERT_GE(rows, 60);
+}
+
+/* argv with its NULL, and its length. */
+#define ARGV(...) \
+	((const char *const[]){__VA_ARGS__, NULL}), ELEMENTSOF(((const char *const[]){__VA_ARGS__}))
+
+/* Words filled in later make a wrapper's reading inexact; its command from appended words too. */
+TEST(wrapper_unknown_words)
+{
+	struct ward__wrap w;
+	char got[512];
+
+	ASSERT_OK(ward__wrapper_read(ARGV("env", "{}", "rm"), "{}", false, &w));
+	render_wrap(&w, got, sizeof(got));
+	ASSERT_STREQ(got, "uncertain | {} rm@1 ? | cands@1");
+	ward__wrap_release(&w);
+	ASSERT_OK(ward__wrapper_read(ARGV("nice", "rm", "{}"), "{}", false, &w));
+	render_wrap(&w, got, sizeof(got));
+	ASSERT_STREQ(got, "transparent | rm {}@1");
+	ward__wrap_release(&w);
+	ASSERT_OK(ward__wrapper_read(ARGV("sh", "-c", "rm {}", "x"), "{}", false, &w));
+	ASSERT_EQ(w.kind, WARD__WRAP_UNCERTAIN);
+	ward__wrap_release(&w);
+	ASSERT_OK(ward__wrapper_read(ARGV("timeout"), NULL, true, &w));
+	render_wrap(&w, got, sizeof(got));
+	ASSERT_STREQ(got, "uncertain | cands@1");
+	ward__wrap_release(&w);
+	ASSERT_OK(ward__wrapper_read(ARGV("nice", "make"), NULL, true, &w));
+	ASSERT_EQ(w.kind, WARD__WRAP_TRANSPARENT);
+	ward__wrap_release(&w);
+}
+
+TEST(wrappers_table)
+{
+	FILE *f = open_table("wrappers.table");
+	char line[8192], path[PATH_MAX];
+	struct ward__rules r;
+	struct ward_error err = {0};
+	unsigned rows = 0;
+
+	snprintf(path, sizeof(path), "%s/wrappers.rules", data_dir());
+	ward__rules_init(&r);
+	if (ward__rules_load_file(&r, path, false, NULL, &err) < 0)
+		tap_fail(__FILE__, __LINE__, "%s", err.message);
+	while (fgets(line, sizeof(line), f)) {
+		struct ward__unmatched_ctx c = {.fs_restricted = true};
+		struct ward__evaluation e = {0};
+		char *fl[5], **argv;
+		json_error_t jerr;
+		json_t *a;
+		size_t n;
+
+		if (line[0] == '#' || line[0] == '\n')
+			continue;
+		ASSERT_EQ(fields(line, fl, 5), 5);
+		ASSERT_OK(ward_approval_mode_from_string(fl[0], &c.mode));
+		a = json_loads(fl[1], 0, &jerr);
+		ASSERT_TRUE(a != NULL);
+		argv = argv_from_json(a, &n);
+		ASSERT_OK(
+			ward__rules_evaluate(&r, (const char *const *)argv, n, "/w", "/h", &c, &e));
+		if (strcmp(ward__decision_to_string(e.decision), fl[2]) != 0 ||
+		    e.bypass_sandbox != (fl[3][0] == '1') || e.understood != (fl[4][0] == '1'))
+			tap_fail(__FILE__, __LINE__,
+				 "%s %s: got %s bypass %d exact %d, expected %s %s %s", fl[0],
+				 fl[1], ward__decision_to_string(e.decision), e.bypass_sandbox,
+				 e.understood, fl[2], fl[3], fl[4]);
+		ward__evaluation_release(&e);
+		strv_freep(&argv);
+		json_decref(a);
+		rows++;
+	}
+	fclose(f);
+	ward__rules_release(&r);
+	ASSERT_GE(rows, 200);
+}
+
+/* The chain that leads to a match, and a project's allow through a wrapper. */
+TEST(wrapper_chain)
+{
+	struct ward__rules r;
+	struct ward_error err = {0};
+	struct ward__unmatched_ctx c = {.mode = WARD_APPROVAL_ON_REQUEST, .fs_restricted = true};
+	struct ward__evaluation e = {0};
+	const char *text = "prefix_rule(pattern=[\"rm\"], decision=\"forbidden\")\n"
+			   "prefix_rule(pattern=[\"make\"])\n";
+	char *json = NULL;
+
+	ward__rules_init(&r);
+	ASSERT_OK(ward__rules_parse(&r, "proj.rules", text, strlen(text), true, NULL, &err));
+	ASSERT_OK(ward__rules_evaluate(&r, CMD("sudo", "env", "X=1", "nice", "rm", "f"), "/w", "/h",
+				       &c, &e));
+	ASSERT_EQ(e.decision, WARD__DECISION_FORBIDDEN);
+	ASSERT_OK(ward__rules_effective_json(&e, c.mode, false, &json));
+	ASSERT_CONTAINS(json, "\"command\":[\"rm\",\"f\"],\"chain\":[\"sudo\",\"env\",\"nice\"]");
+	ASSERT_CONTAINS(json,
+			"\"decision\":\"forbidden\",\"runsOutsideSandbox\":false,"
+			"\"readExactly\":true,\"approvalMode\":\"on-request\"}");
+	free(json);
+	ward__evaluation_release(&e);
+	/* A project's allow skips the question through a transparent wrapper, never the sandbox. */
+	ASSERT_OK(ward__rules_evaluate(&r, CMD("nice", "make"), "/w", "/h", &c, &e));
+	ASSERT_EQ(e.decision, WARD__DECISION_ALLOW);
+	ASSERT_FALSE(e.bypass_sandbox);
+	ward__evaluation_release(&e);
+	ward__rules_release(&r);
+}
+
 /* A project's allow rule lets a command skip the question, never the sandbox. */
 TEST(project_rules_never_bypass)
 {
