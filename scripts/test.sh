@@ -204,8 +204,13 @@ run() { python3 "$runner" --counts "$counts" --logdir "$logs" "$@"; }
 echo "== unit tests and fuzz corpus replays"
 run build --label gcc --suite unit --suite fuzz
 
-# The Codex comparison (scripts/compare-execpolicy.sh) needs Codex itself; it is
-# not a kernel feature, so it runs when Codex is installed and is not a skip otherwise.
+# The Codex comparison (scripts/compare-execpolicy.sh) needs Codex itself: the copy
+# pinned in tests/mcp/package.json that scripts/setup-node.sh installed, unless
+# WARD_CODEX names another.
+if [ -z "${WARD_CODEX:-}" ]; then
+	. "$top/tests/integration/node-prefix.sh"
+	[ -x "$NODE_PREFIX/node_modules/.bin/codex" ] && export WARD_CODEX=$NODE_PREFIX/node_modules/.bin/codex
+fi
 if [ -n "${WARD_CODEX:-}" ] || command -v codex >/dev/null 2>&1; then
 	echo "== ward policy check against codex execpolicy check"
 	run build --label gcc --suite compat
