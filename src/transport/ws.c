@@ -164,9 +164,16 @@ static void respond(struct ward__ws *ws, int status, const char *reason)
 
 /* ------------------------------------------------------------------ wslay callbacks */
 
+/* What the queue holds: its payloads and each message's own cost (WARD_WS_MSG_COST). */
+static size_t queue_charge(const struct ward__ws *ws)
+{
+	return wslay_event_get_queued_msg_length(ws->ctx) +
+		wslay_event_get_queued_msg_count(ws->ctx) * WARD_WS_MSG_COST;
+}
+
 static bool queue_full(const struct ward__ws *ws)
 {
-	return wslay_event_get_queued_msg_length(ws->ctx) >= ws->cfg.max_queue ||
+	return queue_charge(ws) >= ws->cfg.max_queue ||
 		wslay_event_get_queued_msg_count(ws->ctx) >= ws->cfg.max_queue_msgs;
 }
 
@@ -937,7 +944,9 @@ int ward__ws_send(struct ward__ws *ws, enum ward__ws_type type, const void *data
 		return -EPIPE;
 	if (len > ws->cfg.max_queue)
 		return -EMSGSIZE;
-	if (wslay_event_get_queued_msg_length(ws->ctx) + len > ws->cfg.max_queue ||
+	/* An empty queue takes any message that fits alone, its cost aside. */
+	if ((wslay_event_get_queued_msg_count(ws->ctx) > 0 &&
+	     queue_charge(ws) + len + WARD_WS_MSG_COST > ws->cfg.max_queue) ||
 	    wslay_event_get_queued_msg_count(ws->ctx) + 1 > ws->cfg.max_queue_msgs)
 		return -ENOBUFS;
 	r = wslay_event_queue_msg(ws->ctx, &msg);
@@ -950,8 +959,7 @@ int ward__ws_send(struct ward__ws *ws, enum ward__ws_type type, const void *data
 
 size_t ward__ws_queued_bytes(const struct ward__ws *ws)
 {
-	return (ws->ctx ? wslay_event_get_queued_msg_length(ws->ctx) : 0) + ws->out.len -
-		ws->out_off;
+	return (ws->ctx ? queue_charge(ws) : 0) + ws->out.len - ws->out_off;
 }
 
 size_t ward__ws_queued_msgs(const struct ward__ws *ws)

@@ -51,7 +51,11 @@
  *     messages (pongs included) and refuses more with -ENOBUFS, so the owner
  *     stops its producers until ward__ws_queued_bytes() has dropped; while
  *     the queue is full the connection also stops reading, so a client that
- *     never reads cannot make the server answer (or pong) without limit;
+ *     never reads cannot make the server answer (or pong) without limit.
+ *     Every queued message is charged WARD_WS_MSG_COST bytes on top of its
+ *     payload: wslay keeps each in allocations of its own, and a client
+ *     that pings without reading would otherwise queue a million 20-byte
+ *     pongs (120 MB held) charged as 20 MB;
  *   - on_message may return WARD_WS_PAUSE: no message is delivered and
  *     nothing more is read until ward__ws_resume(). The messages already
  *     read by then (the one in progress and at most 8 KiB of frames after
@@ -65,6 +69,13 @@ enum ward__ws_type {
 
 /* on_message's return value asking to stop deliveries until ward__ws_resume(). */
 #define WARD_WS_PAUSE 1
+
+/*
+ * What one queued message costs beyond its payload, as measured with wslay
+ * 1.1 (its message record and the payload's own allocation, about 100
+ * bytes): charged against max_queue with the payload.
+ */
+#define WARD_WS_MSG_COST ((size_t)128)
 
 /* Defaults of struct ward__ws_config (docs/protocol.md explains them). */
 #define WARD_WS_DEFAULT_MAX_MESSAGE ((size_t)16 << 20)
@@ -175,7 +186,10 @@ WARD_INTERNAL void ward__ws_get_info(const struct ward__ws *ws, struct ward__ws_
  */
 WARD_INTERNAL int ward__ws_send(struct ward__ws *ws, enum ward__ws_type type, const void *data,
 				size_t len);
-/* Bytes and messages queued and not yet written. */
+/*
+ * Bytes queued and not yet written, each message charged its payload and
+ * WARD_WS_MSG_COST; and the number of messages.
+ */
 WARD_INTERNAL size_t ward__ws_queued_bytes(const struct ward__ws *ws);
 WARD_INTERNAL size_t ward__ws_queued_msgs(const struct ward__ws *ws);
 

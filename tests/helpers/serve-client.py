@@ -156,6 +156,14 @@ def rss_kib(pid):
     return 0
 
 
+def hwm_kib(pid):
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1])
+    return 0
+
+
 def main():
     cmd, url = sys.argv[1], sys.argv[2]
     if cmd == "http":
@@ -187,6 +195,26 @@ def main():
             peak = max(peak, rss_kib(spid))
             time.sleep(0.1)
         print("peak_rss_kib", peak)
+        s.close()
+    elif cmd == "pongs":
+        # Pings with a 20-byte payload, their pongs never read, until the server stops
+        # reading (its send queue full) or two million went; then the server's peak.
+        token, spid = sys.argv[3], int(sys.argv[4])
+        s, r = session(url, token)
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        s.settimeout(3)
+        ping = bytes([0x89, 0x80 | 20]) + b"\0\0\0\0" + b"p" * 20
+        batch = ping * 1000
+        sent = 0
+        try:
+            while sent < 2000000:
+                s.sendall(batch)
+                sent += 1000
+        except socket.timeout:
+            pass
+        time.sleep(0.5)
+        print("pings", sent)
+        print("peak_rss_kib", hwm_kib(spid))
         s.close()
     elif cmd == "retained":
         # Two processes of 60,000 bytes each, one after the other; then what each has retained.

@@ -236,6 +236,20 @@ t_flood_without_reader() {
 	assert_eq "$(out)" ok "other clients are still served"
 }
 
+# A client that pings without reading: each pong waits in the send queue, charged its
+# payload and its own record, so the queue's 64 MiB is what the server really holds
+# (a million 20-byte pongs held 120 MB while charged 20 MB).
+t_pong_flood_without_reader() {
+	local peak
+	serve --listen ws://127.0.0.1:0 --no-auth
+	client pongs "$URL" "" "$SPID"
+	peak=$(sed -n 's/^peak_rss_kib //p' "$T/.run/stdout")
+	[ -n "$peak" ] || fail "no RSS sample: $(out) $(err)"
+	[ "$peak" -lt 98304 ] || fail "ward serve grew to $peak KiB for pongs nobody reads: $(out)"
+	client run "$URL" ""
+	assert_eq "$(out)" ok "other clients are still served"
+}
+
 t_killed_server_leaves_nothing() {
 	local m
 	m=$(marker killed)
@@ -490,6 +504,7 @@ tcase "100 connections dropped mid-request: server carries on, nothing left" t_d
 tcase "300 stalled handshakes: bounded, a client with the token still served" t_handshake_flood
 tcase "detached sessions beyond --max-connections: the oldest killed" t_detached_sessions_capped
 tcase "a client that never reads cannot make the server grow" t_flood_without_reader
+tcase "pongs nobody reads are charged what they hold (64 MiB per connection)" t_pong_flood_without_reader
 tcase "retained output has a server-wide budget, the least recent output first" t_retained_output_has_a_server_wide_budget
 tcase "the server SIGKILLed: none of its processes survive" t_killed_server_leaves_nothing
 tcase "stdio: EOF kills every process, exit 0" t_stdio_eof

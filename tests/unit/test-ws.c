@@ -973,22 +973,25 @@ TEST(ws_send_queue_is_capped)
 {
 	struct ward__ws_config cfg = config();
 	struct conn c;
-	char block[1200];
+	char block[1400];
 
 	memset(block, 'q', sizeof(block));
-	cfg.max_queue = 1000;
+	/* Room for 1000 bytes of payload in two messages, each charged its own cost. */
+	cfg.max_queue = 1000 + 2 * WARD_WS_MSG_COST;
 	cfg.max_queue_msgs = 4;
 	conn_new(&c, &cfg);
 	ASSERT_EQ(ward__ws_send(c.ws, WARD_WS_TEXT, "x", 1), -EPIPE); /* not open yet */
 	upgrade(&c, "Authorization: Bearer t0ken\r\n");
 	/* Sending only queues: without on_writable nothing leaves. */
 	ASSERT_OK(ward__ws_send(c.ws, WARD_WS_TEXT, block, 600));
+	ASSERT_EQ(ward__ws_queued_bytes(c.ws), 600 + WARD_WS_MSG_COST);
 	ASSERT_EQ(ward__ws_send(c.ws, WARD_WS_TEXT, block, 401), -ENOBUFS);
 	ASSERT_OK(ward__ws_send(c.ws, WARD_WS_TEXT, block, 400));
-	ASSERT_EQ(ward__ws_queued_bytes(c.ws), 1000);
-	ASSERT_EQ(ward__ws_send(c.ws, WARD_WS_TEXT, block, 0), 0);
+	ASSERT_EQ(ward__ws_queued_bytes(c.ws), cfg.max_queue);
+	/* An empty message is not free: its record is memory all the same. */
+	ASSERT_EQ(ward__ws_send(c.ws, WARD_WS_TEXT, block, 0), -ENOBUFS);
 	ASSERT_EQ(ward__ws_send(c.ws, WARD_WS_TEXT, block, 1), -ENOBUFS);
-	ASSERT_EQ(ward__ws_send(c.ws, WARD_WS_TEXT, block, 1001), -EMSGSIZE);
+	ASSERT_EQ(ward__ws_send(c.ws, WARD_WS_TEXT, block, cfg.max_queue + 1), -EMSGSIZE);
 	ASSERT_EQ(ward__ws_send(c.ws, (enum ward__ws_type)9, block, 1), -EINVAL);
 	ASSERT_TRUE(ward__ws_want_write(c.ws));
 	/*
@@ -1005,17 +1008,61 @@ TEST(ws_send_queue_is_capped)
 	ward__ws_on_readable(c.ws);
 	ASSERT_EQ(ward__ws_queued_bytes(c.ws), 0);
 	ASSERT_TRUE(ward__ws_want_read(c.ws));
-	for (int i = 0; i < 4; i++) {
+	for (int i = 0; i < 3; i++) {
 		struct frame_in f;
 
 		cread_frame(&c, &f);
-		ASSERT_EQ(f.opcode, i < 3 ? 0x1 : 0xa);
+		ASSERT_EQ(f.opcode, i < 2 ? 0x1 : 0xa);
 		free(f.data);
 	}
 	/* The message count is capped too. */
 	for (int i = 0; i < 4; i++)
 		ASSERT_OK(ward__ws_send(c.ws, WARD_WS_TEXT, "m", 1));
 	ASSERT_EQ(ward__ws_send(c.ws, WARD_WS_TEXT, "m", 1), -ENOBUFS);
+	/* A message as large as the whole queue still goes, alone. */
+	ward__ws_on_writable(c.ws);
+	ASSERT_EQ(ward__ws_queued_bytes(c.ws), 0);
+	ASSERT_OK(ward__ws_send(c.ws, WARD_WS_TEXT, block, cfg.max_queue));
+	conn_free(&c);
+}
+
+/*
+ * Pongs with a payload, never read: what the queue holds is charged with
+ * each message's own cost, so it stays within the byte cap however many
+ * messages the count cap would allow (a million 20-byte pongs held 120 MB
+ * charged as 20 MB before).
+ */
+TEST(ws_pong_flood_is_charged_per_message)
+{
+	struct ward__ws_config cfg = config();
+	struct conn c;
+	uint8_t *flood;
+	size_t n = 0, pings = 20000, per = 20 + WARD_WS_MSG_COST;
+
+	cfg.max_queue = (size_t)64 << 10;
+	cfg.max_queue_msgs = 1u << 20;
+	conn_new(&c, &cfg);
+	upgrade(&c, "Authorization: Bearer t0ken\r\n");
+	flood = malloc(pings * 26);
+	if (!flood)
+		abort();
+	for (size_t i = 0; i < pings; i++)
+		n += frame(flood + n, true, 0x9, "abcdefghijklmnopqrst", 20, true, 0);
+	for (size_t off = 0; off < n;) {
+		ssize_t r = send(c.cfd, flood + off, n - off, MSG_DONTWAIT);
+
+		if (r > 0)
+			off += (size_t)r;
+		ward__ws_on_readable(c.ws);
+		ward__ws_on_writable(c.ws);
+		/* At most the cap plus the pongs of what one 4 KiB read of frames holds. */
+		ASSERT_LE(ward__ws_queued_bytes(c.ws), cfg.max_queue + (4096 / 26 + 1) * per);
+		ASSERT_LE(ward__ws_queued_msgs(c.ws), cfg.max_queue / per + 4096 / 26 + 1);
+		if (r < 0 && !ward__ws_want_read(c.ws))
+			break;
+	}
+	ASSERT_FALSE(ward__ws_finished(c.ws));
+	free(flood);
 	conn_free(&c);
 }
 
