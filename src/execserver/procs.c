@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The processes of the exec server (see xserver.h): a sandboxed proc with
- * its retained output (a ring of chunks, bounded per process and across the
- * server, least recent output evicted first), the process/read calls waiting
+ * its retained output (a list of chunks, bounded per process and across the
+ * server by what they cost, least recent output evicted first), the process/read calls waiting
  * on it, its process/output, process/exited and process/closed
  * notifications, and its end.
  */
@@ -48,11 +48,6 @@ static const char *stream_name(uint8_t s)
 
 /* ------------------------------------------------------------ retention */
 
-static struct chunk *ring_at(struct xproc *p, size_t i)
-{
-	return &p->ring[(p->ring_head + i) % p->ring_cap];
-}
-
 static void lru_remove(struct ward__xserver *s, struct xproc *p)
 {
 	if (!p->in_lru)
@@ -82,69 +77,60 @@ static void lru_touch(struct ward__xserver *s, struct xproc *p)
 	p->in_lru = true;
 }
 
-static void ring_drop_oldest(struct xproc *p)
+static void drop_oldest(struct xproc *p)
 {
-	struct chunk *c = ring_at(p, 0);
+	struct chunk *c = p->oldest;
 
-	p->sess->srv->retained_total -= c->len;
-	p->retained_bytes -= c->len;
-	free(c->data);
-	c->data = NULL;
-	p->ring_head = (p->ring_head + 1) % p->ring_cap;
-	p->ring_len--;
+	p->sess->srv->retained_total -= XS_CHUNK_COST(c->len);
+	p->retained_bytes -= XS_CHUNK_COST(c->len);
+	p->oldest = c->next;
+	if (!p->oldest)
+		p->newest = NULL;
+	p->n_chunks--;
+	free(c);
 }
 
-/* Keeps a chunk, dropping the oldest beyond the byte and chunk limits. */
+/* Keeps a chunk, dropping the oldest beyond the limits (what chunks cost, their number). */
 static int retain(struct xproc *p, uint64_t seq, uint8_t stream, const uint8_t *data, size_t len)
 {
 	struct ward__xserver *s = p->sess->srv;
+	size_t keep = MIN(s->cfg.retain_bytes, s->cfg.retain_total), cost;
 	struct chunk *c;
-	uint8_t *copy;
 
-	size_t keep = MIN(s->cfg.retain_bytes, s->cfg.retain_total);
-
-	if (len > keep) {
+	if (XS_CHUNK_COST(len) > keep) {
 		/* Only the newest bytes of an oversized chunk can be kept. */
-		data += len - keep;
-		len = keep;
+		size_t room = keep > XS_CHUNK_COST(0) ? keep - XS_CHUNK_COST(0) : 0;
+
+		data += len - room;
+		len = room;
 	}
-	while (p->ring_len > 0 &&
-	       (p->retained_bytes + len > s->cfg.retain_bytes ||
-		p->ring_len >= s->cfg.retain_chunks))
-		ring_drop_oldest(p);
+	cost = XS_CHUNK_COST(len);
+	while (p->n_chunks > 0 &&
+	       (p->retained_bytes + cost > s->cfg.retain_bytes ||
+		p->n_chunks >= s->cfg.retain_chunks))
+		drop_oldest(p);
 	/* The server's budget: the least recent output anywhere goes first. */
-	while (s->retained_total + len > s->cfg.retain_total && s->lru_head) {
+	while (s->retained_total + cost > s->cfg.retain_total && s->lru_head) {
 		struct xproc *v = s->lru_head;
 
-		if (v->ring_len > 0)
-			ring_drop_oldest(v);
-		if (v->ring_len == 0)
+		if (v->n_chunks > 0)
+			drop_oldest(v);
+		if (v->n_chunks == 0)
 			lru_remove(s, v);
 	}
-	if (p->ring_len == p->ring_cap) {
-		size_t ncap = p->ring_cap ? p->ring_cap * 2 : 16;
-		struct chunk *n;
-
-		ncap = MIN(ncap, (size_t)s->cfg.retain_chunks);
-		n = calloc(ncap, sizeof(*n));
-		if (!n)
-			return -ENOMEM;
-		for (size_t i = 0; i < p->ring_len; i++)
-			n[i] = *ring_at(p, i);
-		free(p->ring);
-		p->ring = n;
-		p->ring_cap = ncap;
-		p->ring_head = 0;
-	}
-	copy = malloc(len ? len : 1);
-	if (!copy)
+	c = malloc(sizeof(*c) + len);
+	if (!c)
 		return -ENOMEM;
-	memcpy(copy, data, len);
-	c = ring_at(p, p->ring_len);
-	*c = (struct chunk){.seq = seq, .stream = stream, .len = (uint32_t)len, .data = copy};
-	p->ring_len++;
-	p->retained_bytes += len;
-	s->retained_total += len;
+	*c = (struct chunk){.seq = seq, .stream = stream, .len = (uint32_t)len};
+	memcpy(c->data, data, len);
+	if (p->newest)
+		p->newest->next = c;
+	else
+		p->oldest = c;
+	p->newest = c;
+	p->n_chunks++;
+	p->retained_bytes += cost;
+	s->retained_total += cost;
 	lru_touch(s, p);
 	return 0;
 }
@@ -194,8 +180,7 @@ json_t *ward__xs_read_result(struct xproc *p, uint64_t after_seq, size_t max_byt
 	uint64_t next = p->seq + 1;
 	size_t bytes = 0;
 
-	for (size_t i = 0; i < p->ring_len; i++) {
-		struct chunk *c = ring_at(p, i);
+	for (struct chunk *c = p->oldest; c; c = c->next) {
 		char *b64;
 
 		if (c->seq <= after_seq)
@@ -228,9 +213,9 @@ json_t *ward__xs_read_result(struct xproc *p, uint64_t after_seq, size_t max_byt
  */
 bool ward__xs_read_ready(struct xproc *p, uint64_t after_seq)
 {
-	for (size_t i = 0; i < p->ring_len; i++)
-		if (ring_at(p, i)->seq > after_seq)
-			return true;
+	/* Seqs increase from the oldest chunk to the newest: the newest tells. */
+	if (p->newest && p->newest->seq > after_seq)
+		return true;
 	return p->closed || (p->exited && after_seq < p->seq);
 }
 
@@ -420,10 +405,9 @@ void ward__xs_proc_free(struct xproc *p)
 	ward__loop_del_timer(se->srv->loop, p->remove_timer);
 	ward__proc_free(p->proc);
 	ward_policy_free(p->policy);
-	while (p->ring_len > 0)
-		ring_drop_oldest(p);
+	while (p->n_chunks > 0)
+		drop_oldest(p);
 	lru_remove(se->srv, p);
-	free(p->ring);
 	for (size_t i = 0; i < p->n_write_ids; i++)
 		free(p->write_ids[i]);
 	free(p->write_ids);

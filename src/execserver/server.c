@@ -13,11 +13,11 @@
  *     processes running and their output retained, then everything of it is
  *     killed;
  *   - a process (struct xproc) is a sandboxed proc (src/exec/proc.c) with its
- *     retained output (bounded ring of chunks, numbered by seq), its waiting
+ *     retained output (a bounded list of chunks, numbered by seq), its waiting
  *     process/read calls and the writeIds it has seen.
  *
  * Output flows as process/output notifications to the attached connection
- * and into the retention ring for process/read. A connection that does not
+ * and into retention for process/read. A connection that does not
  * keep up (its send queue above the high-water mark) makes the server stop
  * reading its processes' output: the processes block in write(), as under any
  * slow reader, and ward's memory stays bounded. Without a connection, output

@@ -57,12 +57,22 @@ struct xread {
 	uint64_t timer;
 };
 
+/* One retained output event: one allocation, its bytes inline. */
 struct chunk {
+	struct chunk *next; /* the next newer one */
 	uint64_t seq;
-	uint8_t stream; /* enum ward__proc_stream */
 	uint32_t len;
-	uint8_t *data;
+	uint8_t stream; /* enum ward__proc_stream */
+	uint8_t data[];
 };
+
+/*
+ * What a retained chunk costs: its bytes, its header and malloc's own (a
+ * header and rounding to 16 bytes, never more than 24 beyond the request).
+ * Retention charges this, not only the bytes: a command writing one byte at
+ * a time made 50,000 chunks of 56 bytes each charged as 50 KB.
+ */
+#define XS_CHUNK_COST(len) ((size_t)(len) + sizeof(struct chunk) + 24)
 
 struct xproc {
 	struct xsession *sess;
@@ -74,9 +84,9 @@ struct xproc {
 	bool sandboxed;
 	bool tty, pipe_stdin;
 	uint64_t seq; /* the last seq used */
-	/* Retention: a ring of chunks, oldest first. */
-	struct chunk *ring;
-	size_t ring_cap, ring_head, ring_len;
+	/* Retention: chunks oldest first, their seqs increasing; XS_CHUNK_COST each. */
+	struct chunk *oldest, *newest;
+	size_t n_chunks;
 	size_t retained_bytes;
 	struct xproc *lru_prev, *lru_next; /* in the server's retention order, while it retains */
 	bool in_lru;

@@ -454,6 +454,57 @@ EOPY
 	[ "${BASH_REMATCH[3]}" -le 200 ] || fail "the server grew with what it refused: $line"
 }
 
+# Retained output is charged what its chunks cost, not only their bytes: commands writing
+# one byte at a time keep at most --retain-output / 49 chunks each, and the server's
+# peak follows (50,000 one-byte chunks held 2.6 MB while charged 50 KB).
+t_retained_chunks_charge_their_cost() {
+	LAST_CMD="ward serve --listen stdio (tiny chunks)"
+	timeout -k 3 120 "$SPY" - "$WARD" "$WS" >"$T/.run/stdout" 2>"$T/.run/stderr" <<'EOPY'
+import json, subprocess, sys, threading, time
+ward, ws = sys.argv[1], sys.argv[2]
+p = subprocess.Popen([ward, "serve", "--listen", "stdio", "--audit-log", "none",
+                      "--retain-output", "256K"], cwd=ws, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+answers, closed = {}, set()
+def reader():
+    for line in p.stdout:
+        m = json.loads(line)
+        if "id" in m:
+            answers[m["id"]] = m
+        elif m.get("method") == "process/closed":
+            closed.add(m["params"]["processId"])
+threading.Thread(target=reader, daemon=True).start()
+def send(m):
+    p.stdin.write((json.dumps(m) + "\n").encode()); p.stdin.flush()
+send({"id": 1, "method": "initialize", "params": {"clientName": "t"}})
+send({"method": "initialized"})
+code = "import os, time\nfor i in range(40000):\n    os.write(1, b'x')\n    time.sleep(0.00002)\n"
+for i in range(8):
+    send({"id": 10 + i, "method": "process/start", "params": {"processId": "p%d" % i,
+         "argv": ["python3", "-c", code], "env": {"PATH": "/usr/bin:/bin"}}})
+for _ in range(900):
+    if len(closed) == 8:
+        break
+    time.sleep(0.1)
+peak = int([l for l in open("/proc/%d/status" % p.pid) if l.startswith("VmHWM")][0].split()[1]) // 1024
+send({"id": 99, "method": "process/read", "params": {"processId": "p0"}})
+for _ in range(300):
+    if 99 in answers:
+        break
+    time.sleep(0.1)
+chunks = answers[99]["result"]["chunks"]
+print("closed=%d chunks=%d peak_mib=%d" % (len(closed), len(chunks), peak))
+p.stdin.close(); p.wait(timeout=30)
+EOPY
+	WRC=$?
+	local line
+	line=$(grep '^closed=' "$T/.run/stdout") || fail "no summary: $(err)"
+	[[ $line =~ closed=8\ chunks=([0-9]+)\ peak_mib=([0-9]+) ]] || fail "every process closed: $line"
+	# 256 KiB / (1 byte + 48) = 5349 chunks at most.
+	[ "${BASH_REMATCH[1]}" -le 5349 ] || fail "more chunks kept than their cost allows: $line"
+	[ "${BASH_REMATCH[1]}" -ge 100 ] || fail "the command's writes came as separate chunks: $line"
+	[ "${BASH_REMATCH[2]}" -le 14 ] || fail "the server grew beyond what retention charges: $line"
+}
+
 # Under a deny-read directory, process/start's cwd gets the sandbox's answer, the same
 # for a hidden directory, a hidden file and a missing path (the server does not look).
 t_cwd_under_deny_read() {
@@ -506,6 +557,7 @@ tcase "detached sessions beyond --max-connections: the oldest killed" t_detached
 tcase "a client that never reads cannot make the server grow" t_flood_without_reader
 tcase "pongs nobody reads are charged what they hold (64 MiB per connection)" t_pong_flood_without_reader
 tcase "retained output has a server-wide budget, the least recent output first" t_retained_output_has_a_server_wide_budget
+tcase "retained output charges each chunk its cost, not only its bytes" t_retained_chunks_charge_their_cost
 tcase "the server SIGKILLed: none of its processes survive" t_killed_server_leaves_nothing
 tcase "stdio: EOF kills every process, exit 0" t_stdio_eof
 tcase "1000 concurrent sandboxed processes, nothing left after the session" t_thousand_sleepers
