@@ -39,6 +39,14 @@
 #define WARD_XS_MAX_PROCESS_ID 256u /* bytes of a processId */
 #define WARD_XS_MAX_METADATA 256 /* bytes of metadata.threadId and metadata.toolCallId */
 #define WARD_XS_MAX_ARGV ((size_t)1 << 20) /* bytes of argv (and of env) */
+/*
+ * The policy a process runs under is kept until its output is closed: one
+ * resolved policy may hold at most this much (a sandbox naming 200 long
+ * writable paths held 7 MB), and the processes of one session not yet
+ * closed at most WARD_XS_SESSION_POLICIES together.
+ */
+#define WARD_XS_MAX_POLICY ((size_t)4 << 20)
+#define WARD_XS_SESSION_POLICIES ((size_t)64 << 20)
 
 struct ward__xserver;
 

@@ -21,6 +21,7 @@
 #include "basic/util.h"
 
 #include "execserver/xpolicy.h"
+#include "policy/policy.h"
 #include "execserver/xserver.h"
 
 #include "rpc/args.h"
@@ -412,6 +413,28 @@ void ward__xs_handle_start(struct xconn *x, const struct ward__rpc_msg *m)
 		goto fail;
 	}
 	/*
+	 * The policy is kept while the process runs: what it holds is charged,
+	 * so that a client naming hundreds of long paths in every request
+	 * cannot make a session hold gigabytes.
+	 */
+	p->policy_weight = ward__policy_weight(p->policy);
+	if (p->policy_weight > WARD_XS_MAX_POLICY) {
+		ward__xs_reply_error(
+			x, &m->id, WARD_RPC_INVALID_PARAMS,
+			"the sandbox's policy holds %zu bytes once resolved (at most %zu): "
+			"name fewer or shorter paths",
+			p->policy_weight, WARD_XS_MAX_POLICY);
+		goto fail;
+	}
+	if (se->policy_bytes + p->policy_weight > WARD_XS_SESSION_POLICIES) {
+		ward__xs_reply_error(
+			x, &m->id, WARD_RPC_INVALID_REQUEST,
+			"the policies of this session's running processes hold %zu bytes "
+			"(at most %zu): wait for some to end, or terminate them",
+			se->policy_bytes, WARD_XS_SESSION_POLICIES);
+		goto fail;
+	}
+	/*
 	 * As Codex, a cwd that is not a directory fails the start (an internal
 	 * error there). Under a policy that hides paths (deny-read) the sandbox
 	 * decides instead, when it enters the directory: the server sees what
@@ -456,6 +479,7 @@ void ward__xs_handle_start(struct xconn *x, const struct ward__rpc_msg *m)
 	spec.timeout_ms = (uint64_t)timeout;
 	spec.pool = se->pool;
 	/* Linked before the start: callbacks may come as soon as the loop runs. */
+	se->policy_bytes += p->policy_weight;
 	p->next = se->procs;
 	if (se->procs)
 		se->procs->prev = p;

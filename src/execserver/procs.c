@@ -349,6 +349,17 @@ static void on_proc_exited(struct ward__proc *pr, void *userdata)
 	wake_reads(p);
 }
 
+/* Frees the proc and its policy (from the proc's own callback too: proc.h allows it). */
+static void release_proc(struct xproc *p)
+{
+	ward__proc_free(p->proc);
+	p->proc = NULL;
+	ward_policy_free(p->policy);
+	p->policy = NULL;
+	p->sess->policy_bytes -= p->policy_weight;
+	p->policy_weight = 0;
+}
+
 static void on_remove(struct ward__loop *l, void *userdata)
 {
 	struct xproc *p = userdata;
@@ -371,6 +382,11 @@ static void on_proc_closed(struct ward__proc *pr, void *userdata)
 	else
 		++p->seq;
 	wake_reads(p);
+	/*
+	 * Its status is all that stays: the proc (its sandbox's denials, its
+	 * stdin queue) and its policy go now, not when the record does.
+	 */
+	release_proc(p);
 	/* Exited processes stay readable for a while, then go (Codex: 30 s). */
 	ward__loop_add_timer(s->loop, ward__now_ns() + (uint64_t)s->cfg.exited_ttl_ms * 1000000,
 			     on_remove, p, &p->remove_timer);
@@ -403,8 +419,7 @@ void ward__xs_proc_free(struct xproc *p)
 	se->n_procs--;
 	se->srv->n_procs--;
 	ward__loop_del_timer(se->srv->loop, p->remove_timer);
-	ward__proc_free(p->proc);
-	ward_policy_free(p->policy);
+	release_proc(p);
 	while (p->n_chunks > 0)
 		drop_oldest(p);
 	lru_remove(se->srv, p);

@@ -78,8 +78,10 @@ struct xproc {
 	struct xsession *sess;
 	char *id;
 	char *id_json; /* the id as a JSON string, for the hand-built notifications */
+	/* The proc and its policy, until its output closed (then its status is all that stays). */
 	struct ward__proc *proc;
 	struct ward_policy *policy;
+	size_t policy_weight; /* charged to the session's policy_bytes */
 	char *thread, *tool_call; /* Codex's metadata, or NULL */
 	bool sandboxed;
 	bool tty, pipe_stdin;
@@ -116,6 +118,7 @@ struct xsession {
 	uint64_t detached_at; /* ward__now_ns() when its connection went, 0 while attached */
 	struct xproc *procs;
 	size_t n_procs;
+	size_t policy_bytes; /* the policies of its processes not yet closed (WARD_XS_SESSION_POLICIES) */
 	struct xsession *prev, *next;
 };
 

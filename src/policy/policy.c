@@ -46,6 +46,51 @@ bool ward__strv_contains(const struct ward__strv *v, const char *s)
 	return false;
 }
 
+/* One allocation of n bytes: malloc adds a header and rounds up to 16 bytes. */
+static size_t alloc_weight(size_t n)
+{
+	return n + 24;
+}
+
+static size_t str_weight(const char *s)
+{
+	return s ? alloc_weight(strlen(s) + 1) : 0;
+}
+
+static size_t strv_weight(const struct ward__strv *v)
+{
+	size_t w = v->v ? alloc_weight((v->n + 1) * sizeof(char *)) : 0;
+
+	for (size_t i = 0; i < v->n; i++)
+		w += str_weight(v->v[i]);
+	return w;
+}
+
+size_t ward__policy_weight(const struct ward_policy *p)
+{
+	size_t w;
+
+	if (!p)
+		return 0;
+	w = alloc_weight(sizeof(*p)) + str_weight(p->cwd) + str_weight(p->resolved_cwd) +
+		strv_weight(&p->writable) + strv_weight(&p->protect) + strv_weight(&p->deny_read) +
+		strv_weight(&p->unix_sockets) + strv_weight(&p->roots) + strv_weight(&p->notes);
+	if (p->protected)
+		w += alloc_weight(p->n_protected * sizeof(*p->protected));
+	for (size_t i = 0; i < p->n_protected; i++)
+		w += str_weight(p->protected[i].path) + str_weight(p->protected[i].guard_dir) +
+			str_weight(p->protected[i].guard_name);
+	if (p->deny)
+		w += alloc_weight(p->n_deny * sizeof(*p->deny));
+	for (size_t i = 0; i < p->n_deny; i++)
+		w += str_weight(p->deny[i].path);
+	if (p->sockets)
+		w += alloc_weight(p->n_sockets * sizeof(*p->sockets));
+	for (size_t i = 0; i < p->n_sockets; i++)
+		w += str_weight(p->sockets[i].path);
+	return w;
+}
+
 void ward__policy_clear_resolved(struct ward_policy *p)
 {
 	free(p->resolved_cwd);

@@ -105,6 +105,14 @@ WARD_INTERNAL int ward__strv_push(struct ward__strv *v, const char *s);
 WARD_INTERNAL void ward__strv_release(struct ward__strv *v);
 WARD_INTERNAL bool ward__strv_contains(const struct ward__strv *v, const char *s);
 
+/*
+ * The bytes a policy holds in memory, resolved state included, an estimate
+ * never below the truth (each allocation charged its bytes and malloc's
+ * overhead): a server that keeps a client's policy for every process it
+ * runs charges this against its budget.
+ */
+WARD_INTERNAL size_t ward__policy_weight(const struct ward_policy *p);
+
 /* Drops the resolved_* state (called by resolve and free). */
 WARD_INTERNAL void ward__policy_clear_resolved(struct ward_policy *p);
 

@@ -505,6 +505,87 @@ EOPY
 	[ "${BASH_REMATCH[2]}" -le 14 ] || fail "the server grew beyond what retention charges: $line"
 }
 
+# The policy a process runs under is kept while it runs and charged what it holds: one
+# policy of more than 4 MiB is refused, the running processes of a session hold at most
+# 64 MiB of them, and a process's policy goes when its output closes (40 processes
+# naming 200 long writable paths each held 300 MB before).
+t_process_policies_charged() {
+	LAST_CMD="ward serve --listen stdio (policies)"
+	timeout -k 3 180 "$SPY" - "$WARD" "$WS" "$OUT" >"$T/.run/stdout" 2>"$T/.run/stderr" <<'EOPY'
+import json, os, subprocess, sys, threading, time
+ward, ws, out = sys.argv[1:4]
+def roots(n):
+    paths = []
+    for i in range(n):
+        d = os.path.join(out, "d%03d" % i)
+        while len(d) < 3800:
+            d = os.path.join(d, "x" * 250)
+        os.makedirs(d, exist_ok=True)
+        paths.append(d)
+    entries = [{"path": {"type": "path", "path": d}, "access": "write"} for d in paths]
+    entries += [{"path": {"type": "special", "value": {"kind": "root"}}, "access": "read"},
+                {"path": {"type": "special", "value": {"kind": "project_roots"}}, "access": "write"}]
+    return {"permissions": {"type": "managed", "network": "restricted",
+            "file_system": {"type": "restricted", "entries": entries}}, "cwd": "file://" + ws}
+p = subprocess.Popen([ward, "serve", "--listen", "stdio", "--audit-log", "none"], cwd=ws,
+                     stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+answers = {}
+def reader():
+    for line in p.stdout:
+        m = json.loads(line)
+        if "id" in m:
+            answers[m["id"]] = m
+threading.Thread(target=reader, daemon=True).start()
+def send(m):
+    p.stdin.write((json.dumps(m) + "\n").encode()); p.stdin.flush()
+def wait(ids):
+    for _ in range(1500):
+        if all(i in answers for i in ids):
+            return [answers[i] for i in ids]
+        time.sleep(0.1)
+    raise SystemExit("unanswered: %r" % [i for i in ids if i not in answers])
+send({"id": 1, "method": "initialize", "params": {"clientName": "t"}})
+send({"method": "initialized"})
+send({"id": 2, "method": "process/start", "params": {"processId": "big", "argv": ["true"], "sandbox": roots(200)}})
+big = wait([2])[0].get("error", {}).get("message", "")
+sb = roots(120)
+for i in range(40):
+    send({"id": 100 + i, "method": "process/start", "params": {"processId": "s%d" % i,
+         "argv": ["sleep", "60"], "sandbox": sb}})
+got = wait([100 + i for i in range(40)])
+ok = sum(1 for a in got if "result" in a)
+refused = [a["error"]["message"] for a in got if "error" in a]
+peak = int([l for l in open("/proc/%d/status" % p.pid) if l.startswith("VmHWM")][0].split()[1]) // 1024
+# A process that ends gives its policy back.
+send({"id": 200, "method": "process/terminate", "params": {"processId": "s0"}})
+wait([200])
+again = None
+for k in range(50):
+    time.sleep(0.2)
+    send({"id": 300 + k, "method": "process/start", "params": {"processId": "again%d" % k,
+         "argv": ["true"], "sandbox": sb}})
+    if "result" in wait([300 + k])[0]:
+        again = "ok"
+        break
+print("big=%s" % ("refused" if "at most 4194304" in big else big[:200]))
+print("ok=%d refused=%d peak_mib=%d again=%s" % (ok, len(refused), peak, again))
+print("why=%s" % (refused[0] if refused else ""))
+p.stdin.close(); p.wait(timeout=60)
+EOPY
+	WRC=$?
+	grep -qx 'big=refused' "$T/.run/stdout" || fail "a policy over 4 MiB is refused: $(out) $(err)"
+	local line
+	line=$(grep '^ok=' "$T/.run/stdout") || fail "no summary: $(out) $(err)"
+	[[ $line =~ ok=([0-9]+)\ refused=([0-9]+)\ peak_mib=([0-9]+)\ again=ok ]] ||
+		fail "a process started once another ended: $line"
+	[ "${BASH_REMATCH[1]}" -ge 8 ] && [ "${BASH_REMATCH[1]}" -le 17 ] ||
+		fail "the session held more policies than 64 MiB allow: $line"
+	[ "${BASH_REMATCH[2]}" -ge 23 ] || fail "the rest refused: $line"
+	[ "${BASH_REMATCH[3]}" -le 160 ] || fail "the server grew beyond the policies it charges: $line"
+	grep -q "^why=the policies of this session's running processes hold .* (at most 67108864)" \
+		"$T/.run/stdout" || fail "the refusal names the limit: $(out)"
+}
+
 # Under a deny-read directory, process/start's cwd gets the sandbox's answer, the same
 # for a hidden directory, a hidden file and a missing path (the server does not look).
 t_cwd_under_deny_read() {
@@ -558,6 +639,7 @@ tcase "a client that never reads cannot make the server grow" t_flood_without_re
 tcase "pongs nobody reads are charged what they hold (64 MiB per connection)" t_pong_flood_without_reader
 tcase "retained output has a server-wide budget, the least recent output first" t_retained_output_has_a_server_wide_budget
 tcase "retained output charges each chunk its cost, not only its bytes" t_retained_chunks_charge_their_cost
+tcase "process policies are charged: 4 MiB each, 64 MiB per session, freed at close" t_process_policies_charged
 tcase "the server SIGKILLed: none of its processes survive" t_killed_server_leaves_nothing
 tcase "stdio: EOF kills every process, exit 0" t_stdio_eof
 tcase "1000 concurrent sandboxed processes, nothing left after the session" t_thousand_sleepers
