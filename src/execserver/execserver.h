@@ -33,6 +33,8 @@
 #define WARD_XS_DETACHED_TTL_MS 30000u /* a session without a connection */
 #define WARD_XS_EXITED_TTL_MS 30000u /* an exited process after it closed */
 #define WARD_XS_WRITE_IDS 4096u /* remembered writeIds per process */
+/* The writeIds a session remembers, each charged its bytes and 72: past it, its oldest go. */
+#define WARD_XS_SESSION_WRITE_IDS ((size_t)1 << 20)
 #define WARD_XS_DEFAULT_MAX_CONNECTIONS 64u
 #define WARD_XS_DEFAULT_MAX_PROCESSES 4096u /* per session */
 #define WARD_XS_MAX_READ_WAIT_MS 300000u /* longest process/read long-poll */

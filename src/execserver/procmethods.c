@@ -575,38 +575,6 @@ void ward__xs_handle_read(struct xconn *x, const struct ward__rpc_msg *m)
 			     ward__xs_on_read_timeout, r, &r->timer);
 }
 
-/* Whether this writeId was accepted before (the last WARD_XS_WRITE_IDS are remembered). */
-static bool seen_write_id(struct xproc *p, const char *wid)
-{
-	for (size_t i = 0; i < p->n_write_ids; i++)
-		if (strcmp(p->write_ids[i], wid) == 0)
-			return true;
-	return false;
-}
-
-static void remember_write_id(struct xproc *p, const char *wid)
-{
-	char *copy = strdup(wid);
-
-	if (!copy)
-		return;
-	if (!p->write_ids) {
-		p->write_ids = calloc(WARD_XS_WRITE_IDS, sizeof(char *));
-		if (!p->write_ids) {
-			free(copy);
-			return;
-		}
-	}
-	if (p->n_write_ids < WARD_XS_WRITE_IDS) {
-		p->write_ids[p->n_write_ids++] = copy;
-		return;
-	}
-	/* Full: the oldest goes. */
-	free(p->write_ids[p->write_pos]);
-	p->write_ids[p->write_pos] = copy;
-	p->write_pos = (p->write_pos + 1) % WARD_XS_WRITE_IDS;
-}
-
 void ward__xs_handle_write(struct xconn *x, const struct ward__rpc_msg *m)
 {
 	const char *chunk = NULL, *wid = NULL;
@@ -655,7 +623,7 @@ void ward__xs_handle_write(struct xconn *x, const struct ward__rpc_msg *m)
 		return;
 	}
 	/* A retried write (same writeId) is answered again and not written twice (as Codex). */
-	if (seen_write_id(p, wid)) {
+	if (ward__xs_write_id_seen(p, wid)) {
 		ward__xs_reply(x, &m->id, json_pack("{s:s}", "status", "accepted"));
 		return;
 	}
@@ -679,7 +647,7 @@ void ward__xs_handle_write(struct xconn *x, const struct ward__rpc_msg *m)
 	}
 	if (close_stdin)
 		ward__proc_close_stdin(p->proc);
-	remember_write_id(p, wid);
+	ward__xs_write_id_remember(p, wid);
 	ward__xs_reply(x, &m->id, json_pack("{s:s}", "status", "accepted"));
 }
 

@@ -243,6 +243,80 @@ void ward__xs_on_read_timeout(struct ward__loop *l, void *userdata)
 	ward__xs_read_free(r);
 }
 
+/* ------------------------------------------------------------ writeIds */
+
+static void wid_forget(struct xwid *w)
+{
+	struct xproc *p = w->proc;
+	struct xsession *se = p->sess;
+
+	if (w->p_prev)
+		w->p_prev->p_next = w->p_next;
+	else
+		p->wids_oldest = w->p_next;
+	if (w->p_next)
+		w->p_next->p_prev = w->p_prev;
+	else
+		p->wids_newest = w->p_prev;
+	if (w->s_prev)
+		w->s_prev->s_next = w->s_next;
+	else
+		se->wids_oldest = w->s_next;
+	if (w->s_next)
+		w->s_next->s_prev = w->s_prev;
+	else
+		se->wids_newest = w->s_prev;
+	p->n_wids--;
+	se->wid_bytes -= w->cost;
+	free(w);
+}
+
+bool ward__xs_write_id_seen(const struct xproc *p, const char *wid)
+{
+	for (const struct xwid *w = p->wids_oldest; w; w = w->p_next)
+		if (strcmp(w->id, wid) == 0)
+			return true;
+	return false;
+}
+
+/*
+ * A retried write (the same writeId) must not be written twice, so accepted
+ * ids are remembered: the last WARD_XS_WRITE_IDS of each process, within
+ * WARD_XS_SESSION_WRITE_IDS for the whole session, the session's oldest
+ * forgotten first. Each id is charged its bytes, its record and malloc's
+ * overhead: 4,096 ids of 256 bytes for each of 4,096 processes held 4.5 GB.
+ */
+void ward__xs_write_id_remember(struct xproc *p, const char *wid)
+{
+	struct xsession *se = p->sess;
+	size_t len = strlen(wid);
+	struct xwid *w;
+
+	if (p->n_wids >= WARD_XS_WRITE_IDS)
+		wid_forget(p->wids_oldest);
+	w = malloc(sizeof(*w) + len + 1);
+	if (!w)
+		return;
+	*w = (struct xwid){.proc = p, .cost = sizeof(*w) + len + 1 + 24};
+	memcpy(w->id, wid, len + 1);
+	while (se->wids_oldest && se->wid_bytes + w->cost > WARD_XS_SESSION_WRITE_IDS)
+		wid_forget(se->wids_oldest);
+	w->p_prev = p->wids_newest;
+	if (p->wids_newest)
+		p->wids_newest->p_next = w;
+	else
+		p->wids_oldest = w;
+	p->wids_newest = w;
+	w->s_prev = se->wids_newest;
+	if (se->wids_newest)
+		se->wids_newest->s_next = w;
+	else
+		se->wids_oldest = w;
+	se->wids_newest = w;
+	p->n_wids++;
+	se->wid_bytes += w->cost;
+}
+
 /* ------------------------------------------------------------ processes */
 
 void ward__xs_procs_pause(struct xsession *se, bool pause)
@@ -423,9 +497,8 @@ void ward__xs_proc_free(struct xproc *p)
 	while (p->n_chunks > 0)
 		drop_oldest(p);
 	lru_remove(se->srv, p);
-	for (size_t i = 0; i < p->n_write_ids; i++)
-		free(p->write_ids[i]);
-	free(p->write_ids);
+	while (p->wids_oldest)
+		wid_forget(p->wids_oldest);
 	free(p->failure);
 	free(p->thread);
 	free(p->tool_call);

@@ -58,6 +58,18 @@ struct xread {
 };
 
 /* One retained output event: one allocation, its bytes inline. */
+/*
+ * A writeId a process accepted, in two lists: its process's and its
+ * session's (the session forgets its oldest first when over its budget).
+ */
+struct xwid {
+	struct xwid *p_prev, *p_next;
+	struct xwid *s_prev, *s_next;
+	struct xproc *proc;
+	size_t cost; /* charged to the session's wid_bytes */
+	char id[];
+};
+
 struct chunk {
 	struct chunk *next; /* the next newer one */
 	uint64_t seq;
@@ -100,9 +112,9 @@ struct xproc {
 	bool paused;
 	struct xread *reads;
 	size_t n_reads;
-	/* The writeIds seen, with their answers: a ring. */
-	char **write_ids;
-	size_t n_write_ids, write_pos;
+	/* The writeIds accepted, oldest first (at most WARD_XS_WRITE_IDS). */
+	struct xwid *wids_oldest, *wids_newest;
+	size_t n_wids;
 	struct xproc *prev, *next;
 };
 
@@ -119,6 +131,9 @@ struct xsession {
 	struct xproc *procs;
 	size_t n_procs;
 	size_t policy_bytes; /* the policies of its processes not yet closed (WARD_XS_SESSION_POLICIES) */
+	/* Every writeId its processes remember, oldest first, and their cost (WARD_XS_SESSION_WRITE_IDS). */
+	struct xwid *wids_oldest, *wids_newest;
+	size_t wid_bytes;
 	struct xsession *prev, *next;
 };
 
@@ -161,6 +176,10 @@ WARD_INTERNAL extern const struct ward__proc_ops ward__xs_proc_ops;
 WARD_INTERNAL struct xproc *ward__xs_proc_find(struct xsession *se, const char *id);
 /* Answers the reads still waiting, then frees everything of the process. */
 WARD_INTERNAL void ward__xs_proc_free(struct xproc *p);
+/* Whether the process accepted this writeId before (and still remembers it). */
+WARD_INTERNAL bool ward__xs_write_id_seen(const struct xproc *p, const char *wid);
+/* Remembers an accepted writeId, forgetting the oldest beyond the limits. */
+WARD_INTERNAL void ward__xs_write_id_remember(struct xproc *p, const char *wid);
 /* Stops (or resumes) reading the output of every process of a session. */
 WARD_INTERNAL void ward__xs_procs_pause(struct xsession *se, bool pause);
 /* Whether a process/read after after_seq has something to return now. */

@@ -586,6 +586,73 @@ EOPY
 		"$T/.run/stdout" || fail "the refusal names the limit: $(out)"
 }
 
+# Accepted writeIds are remembered (a retry is not written twice), the last 4,096 per
+# process within 1 MiB per session, the session's oldest forgotten first: 16 processes
+# sent 4,096 ids of 256 bytes each held 20 MB before (4.5 GB for a session of 4,096).
+t_write_ids_charged() {
+	LAST_CMD="ward serve --listen stdio (writeIds)"
+	timeout -k 3 180 "$SPY" - "$WARD" "$WS" >"$T/.run/stdout" 2>"$T/.run/stderr" <<'EOPY'
+import base64, json, subprocess, sys, threading, time
+ward, ws = sys.argv[1:3]
+p = subprocess.Popen([ward, "serve", "--listen", "stdio", "--audit-log", "none"], cwd=ws,
+                     stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+answers, output = {}, b""
+def reader():
+    global output
+    for line in p.stdout:
+        m = json.loads(line)
+        if "id" in m:
+            answers[m["id"]] = m
+        elif m.get("method") == "process/output":
+            output += base64.b64decode(m["params"]["chunk"])
+threading.Thread(target=reader, daemon=True).start()
+def send(m):
+    p.stdin.write((json.dumps(m) + "\n").encode())
+def wait(ids):
+    p.stdin.flush()
+    for _ in range(1500):
+        if all(i in answers for i in ids):
+            return [answers[i] for i in ids]
+        time.sleep(0.1)
+    raise SystemExit("unanswered: %r" % [i for i in ids if i not in answers][:3])
+def write(rid, pid, wid, data):
+    send({"id": rid, "method": "process/write", "params": {"processId": pid,
+          "chunk": base64.b64encode(data).decode(), "writeId": wid}})
+send({"id": 1, "method": "initialize", "params": {"clientName": "t"}})
+send({"method": "initialized"})
+send({"id": 2, "method": "process/start", "params": {"processId": "cat", "argv": ["cat"], "pipeStdin": True}})
+for i in range(16):
+    send({"id": 10 + i, "method": "process/start", "params": {"processId": "s%d" % i,
+          "argv": ["sleep", "120"], "pipeStdin": True}})
+wait([2] + [10 + i for i in range(16)])
+write(3, "cat", "first", b"A")
+write(4, "cat", "first", b"C")
+wait([3, 4])
+rid = 1000
+for i in range(16):
+    for k in range(4096):
+        write(rid, "s%d" % i, "%03d-%05d-" % (i, k) + "w" * 245, b"")
+        rid += 1
+    wait([rid - 1])
+statuses = {a["result"]["status"] for a in wait(list(range(1000, rid)))}
+write(5, "cat", "first", b"B")
+wait([5])
+for _ in range(100):
+    if len(output) >= 2:
+        break
+    time.sleep(0.1)
+peak = int([l for l in open("/proc/%d/status" % p.pid) if l.startswith("VmHWM")][0].split()[1]) // 1024
+print("statuses=%s output=%s peak_mib=%d" % (",".join(sorted(statuses)), output.decode(), peak))
+p.stdin.close(); p.wait(timeout=60)
+EOPY
+	WRC=$?
+	local line
+	line=$(grep '^statuses=' "$T/.run/stdout") || fail "no summary: $(out) $(err)"
+	# A retry is not written; once 1 MiB of newer ids came, the first is forgotten.
+	[[ $line =~ statuses=accepted\ output=AB\ peak_mib=([0-9]+) ]] || fail "$line"
+	[ "${BASH_REMATCH[1]}" -le 12 ] || fail "the server grew with the ids it remembers: $line"
+}
+
 # Under a deny-read directory, process/start's cwd gets the sandbox's answer, the same
 # for a hidden directory, a hidden file and a missing path (the server does not look).
 t_cwd_under_deny_read() {
@@ -640,6 +707,7 @@ tcase "pongs nobody reads are charged what they hold (64 MiB per connection)" t_
 tcase "retained output has a server-wide budget, the least recent output first" t_retained_output_has_a_server_wide_budget
 tcase "retained output charges each chunk its cost, not only its bytes" t_retained_chunks_charge_their_cost
 tcase "process policies are charged: 4 MiB each, 64 MiB per session, freed at close" t_process_policies_charged
+tcase "remembered writeIds are charged: 1 MiB per session, the oldest forgotten" t_write_ids_charged
 tcase "the server SIGKILLed: none of its processes survive" t_killed_server_leaves_nothing
 tcase "stdio: EOF kills every process, exit 0" t_stdio_eof
 tcase "1000 concurrent sandboxed processes, nothing left after the session" t_thousand_sleepers
