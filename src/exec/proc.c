@@ -199,7 +199,7 @@ static void close_out(struct ward__proc *p, int i)
 		/* The master is stdin too: nothing can be written once it is gone. */
 		p->stdin_open = false;
 		p->in_fd = -1;
-		ward__buf_clear(&p->inq);
+		ward__buf_release(&p->inq);
 		p->inq_off = 0;
 	}
 	close(p->out_fd[i]);
@@ -420,11 +420,12 @@ static void flush_stdin(struct ward__proc *p)
 		p->inq_off += (size_t)w;
 	}
 	if (p->inq_off == p->inq.len) {
-		/* A large write's storage goes back once written: idle sessions hold nothing. */
-		if (p->inq.alloc > ((size_t)64 << 10))
-			ward__buf_release(&p->inq);
-		else
-			ward__buf_clear(&p->inq);
+		/*
+		 * The storage goes back once everything was written: an idle
+		 * command holds nothing (a server with thousands of them would
+		 * otherwise keep up to 64 KiB each of input already read).
+		 */
+		ward__buf_release(&p->inq);
 		p->inq_off = 0;
 		if (p->stdin_close_pending && !p->tty)
 			close_stdin_now(p);
@@ -768,6 +769,12 @@ bool ward__proc_stdin_open(const struct ward__proc *p)
 size_t ward__proc_stdin_queued(const struct ward__proc *p)
 {
 	return p->inq.len - p->inq_off;
+}
+
+size_t ward__proc_stdin_held(const struct ward__proc *p)
+{
+	/* The storage, and malloc's header and rounding. */
+	return p->inq.alloc ? p->inq.alloc + 24 : 0;
 }
 
 int ward__proc_signal(struct ward__proc *p, int sig)

@@ -92,6 +92,11 @@ WARD_INTERNAL void ward__proc_close_stdin(struct ward__proc *p);
 WARD_INTERNAL bool ward__proc_stdin_open(const struct ward__proc *p);
 /* Bytes queued for stdin and not yet written. */
 WARD_INTERNAL size_t ward__proc_stdin_queued(const struct ward__proc *p);
+/*
+ * Bytes of memory the stdin queue holds: its storage, never less than what
+ * is queued; nothing once everything queued was written.
+ */
+WARD_INTERNAL size_t ward__proc_stdin_held(const struct ward__proc *p);
 /* Sends sig to the command's process group (through the sandbox's init). */
 WARD_INTERNAL int ward__proc_signal(struct ward__proc *p, int sig);
 /* Sets the pty's window size (the command gets SIGWINCH). -ENOTTY without a tty. */

@@ -33,6 +33,8 @@
 #define WARD_XS_DETACHED_TTL_MS 30000u /* a session without a connection */
 #define WARD_XS_EXITED_TTL_MS 30000u /* an exited process after it closed */
 #define WARD_XS_WRITE_IDS 4096u /* remembered writeIds per process */
+/* Input queued for the processes of one session and not read by them yet (1 MiB each at most). */
+#define WARD_XS_SESSION_STDIN ((size_t)8 << 20)
 /* The writeIds a session remembers, each charged its bytes and 72: past it, its oldest go. */
 #define WARD_XS_SESSION_WRITE_IDS ((size_t)1 << 20)
 #define WARD_XS_DEFAULT_MAX_CONNECTIONS 64u

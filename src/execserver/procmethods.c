@@ -575,6 +575,20 @@ void ward__xs_handle_read(struct xconn *x, const struct ward__rpc_msg *m)
 			     ward__xs_on_read_timeout, r, &r->timer);
 }
 
+/*
+ * The memory the stdin queues of a session's processes hold: 1 MiB each
+ * would make 4 GiB for a session of 4,096 processes that never read.
+ */
+static size_t session_stdin_held(const struct xsession *se)
+{
+	size_t n = 0;
+
+	for (const struct xproc *q = se->procs; q; q = q->next)
+		if (q->proc)
+			n += ward__proc_stdin_held(q->proc);
+	return n;
+}
+
 void ward__xs_handle_write(struct xconn *x, const struct ward__rpc_msg *m)
 {
 	const char *chunk = NULL, *wid = NULL;
@@ -612,6 +626,15 @@ void ward__xs_handle_write(struct xconn *x, const struct ward__rpc_msg *m)
 				     "writeId must not be empty (nor longer than 256 bytes)");
 		return;
 	}
+	/* No queue takes more than this at once: refused before it is decoded. */
+	if (chunk_len / 4 * 3 > WARD_PROC_STDIN_QUEUE_MAX + 2) {
+		ward__xs_reply_error(
+			x, &m->id, WARD_RPC_INTERNAL_ERROR,
+			"failed to write to process stdin: a chunk may hold at most %zu "
+			"bytes",
+			WARD_PROC_STDIN_QUEUE_MAX);
+		return;
+	}
 	if (b64_decode(chunk, chunk_len, &data, &len) < 0) {
 		ward__xs_reply_error(x, &m->id, WARD_RPC_INVALID_PARAMS,
 				     "chunk must be standard base64");
@@ -629,6 +652,15 @@ void ward__xs_handle_write(struct xconn *x, const struct ward__rpc_msg *m)
 	}
 	if (!p->tty && !p->pipe_stdin) {
 		ward__xs_reply(x, &m->id, json_pack("{s:s}", "status", "stdinClosed"));
+		return;
+	}
+	if (len > 0 && session_stdin_held(p->sess) + len > WARD_XS_SESSION_STDIN) {
+		/* Not remembered either: the same writeId may be retried once the processes read. */
+		ward__xs_reply_error(
+			x, &m->id, WARD_RPC_INTERNAL_ERROR,
+			"failed to write to process stdin: this session's processes hold "
+			"%zu bytes of input they have not read (at most %zu)",
+			session_stdin_held(p->sess), WARD_XS_SESSION_STDIN);
 		return;
 	}
 	r = p->proc && !p->exited ? ward__proc_write(p->proc, data, len) : -EPIPE;

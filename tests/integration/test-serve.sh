@@ -653,6 +653,69 @@ EOPY
 	[ "${BASH_REMATCH[1]}" -le 12 ] || fail "the server grew with the ids it remembers: $line"
 }
 
+# Input the processes of a session have not read is charged across the session: 1 MiB
+# per process, 8 MiB in all, refused past it naming the limit (40 processes that never
+# read held 40 MiB before, a session of 4,096 would hold 4 GiB).
+t_stdin_charged_per_session() {
+	LAST_CMD="ward serve --listen stdio (stdin)"
+	timeout -k 3 180 "$SPY" - "$WARD" "$WS" >"$T/.run/stdout" 2>"$T/.run/stderr" <<'EOPY'
+import base64, json, subprocess, sys, threading, time
+ward, ws = sys.argv[1:3]
+p = subprocess.Popen([ward, "serve", "--listen", "stdio", "--audit-log", "none"], cwd=ws,
+                     stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+answers = {}
+def reader():
+    for line in p.stdout:
+        m = json.loads(line)
+        if "id" in m:
+            answers[m["id"]] = m
+threading.Thread(target=reader, daemon=True).start()
+def send(m):
+    p.stdin.write((json.dumps(m) + "\n").encode()); p.stdin.flush()
+def wait(ids):
+    for _ in range(1500):
+        if all(i in answers for i in ids):
+            return [answers[i] for i in ids]
+        time.sleep(0.1)
+    raise SystemExit("unanswered: %r" % [i for i in ids if i not in answers][:3])
+send({"id": 1, "method": "initialize", "params": {"clientName": "t"}})
+send({"method": "initialized"})
+for i in range(40):
+    send({"id": 10 + i, "method": "process/start", "params": {"processId": "s%d" % i,
+          "argv": ["sleep", "120"], "pipeStdin": True}})
+wait([10 + i for i in range(40)])
+mib = base64.b64encode(b"x" * (1 << 20)).decode()
+for i in range(40):
+    send({"id": 100 + i, "method": "process/write", "params": {"processId": "s%d" % i,
+          "chunk": mib, "writeId": "w%d" % i}})
+got = wait([100 + i for i in range(40)])
+ok = sum(1 for a in got if a.get("result", {}).get("status") == "accepted")
+why = [a["error"]["message"] for a in got if "error" in a]
+peak = int([l for l in open("/proc/%d/status" % p.pid) if l.startswith("VmHWM")][0].split()[1]) // 1024
+# A process that ends gives its queue back.
+send({"id": 200, "method": "process/terminate", "params": {"processId": "s0"}})
+wait([200])
+again = None
+for k in range(50):
+    time.sleep(0.2)
+    send({"id": 300 + k, "method": "process/write", "params": {"processId": "s39",
+          "chunk": mib, "writeId": "again"}})
+    if wait([300 + k])[0].get("result", {}).get("status") == "accepted":
+        again = "ok"
+        break
+print("ok=%d refused=%d peak_mib=%d again=%s" % (ok, len(why), peak, again))
+print("why=%s" % (why[0] if why else ""))
+p.stdin.close(); p.wait(timeout=60)
+EOPY
+	WRC=$?
+	local line
+	line=$(grep '^ok=' "$T/.run/stdout") || fail "no summary: $(out) $(err)"
+	[[ $line =~ ok=7\ refused=33\ peak_mib=([0-9]+)\ again=ok ]] || fail "$line"
+	[ "${BASH_REMATCH[1]}" -le 26 ] || fail "the server grew beyond the 8 MiB it charges: $line"
+	grep -q "^why=failed to write to process stdin: this session's processes hold .* (at most 8388608)" \
+		"$T/.run/stdout" || fail "the refusal names the limit: $(out)"
+}
+
 # Under a deny-read directory, process/start's cwd gets the sandbox's answer, the same
 # for a hidden directory, a hidden file and a missing path (the server does not look).
 t_cwd_under_deny_read() {
@@ -708,6 +771,7 @@ tcase "retained output has a server-wide budget, the least recent output first" 
 tcase "retained output charges each chunk its cost, not only its bytes" t_retained_chunks_charge_their_cost
 tcase "process policies are charged: 4 MiB each, 64 MiB per session, freed at close" t_process_policies_charged
 tcase "remembered writeIds are charged: 1 MiB per session, the oldest forgotten" t_write_ids_charged
+tcase "unread stdin is charged per session (8 MiB), refused past it" t_stdin_charged_per_session
 tcase "the server SIGKILLed: none of its processes survive" t_killed_server_leaves_nothing
 tcase "stdio: EOF kills every process, exit 0" t_stdio_eof
 tcase "1000 concurrent sandboxed processes, nothing left after the session" t_thousand_sleepers
