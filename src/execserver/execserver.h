@@ -40,6 +40,13 @@
 #define WARD_XS_DEFAULT_MAX_CONNECTIONS 64u
 #define WARD_XS_DEFAULT_MAX_PROCESSES 4096u /* per session */
 #define WARD_XS_MAX_READ_WAIT_MS 300000u /* longest process/read long-poll */
+/*
+ * process/read calls waiting at once, per process and per connection (each
+ * keeps its id, up to 1 KiB): more are answered at once with what there is.
+ * Without the second, 64 per process of a session of 4,096 made 288 MiB.
+ */
+#define WARD_XS_PROC_READS 64u
+#define WARD_XS_CONN_READS 1024u
 #define WARD_XS_MAX_PROCESS_ID 256u /* bytes of a processId */
 #define WARD_XS_MAX_METADATA 256 /* bytes of metadata.threadId and metadata.toolCallId */
 #define WARD_XS_MAX_ARGV ((size_t)1 << 20) /* bytes of argv (and of env) */

@@ -551,9 +551,14 @@ void ward__xs_handle_read(struct xconn *x, const struct ward__rpc_msg *m)
 	p = param_proc(x, m, true);
 	if (!p)
 		return;
-	/* Bounded: no long-poll longer than 5 minutes, and a few waiting reads per process. */
+	/*
+	 * Bounded: no long-poll longer than 5 minutes, and a few waiting reads
+	 * per process and per connection; more are answered at once, as a wait
+	 * that ended, which every client handles.
+	 */
 	wait_ms = MIN(wait_ms, (int64_t)WARD_XS_MAX_READ_WAIT_MS);
-	if (ward__xs_read_ready(p, (uint64_t)after) || wait_ms == 0 || p->n_reads >= 64) {
+	if (ward__xs_read_ready(p, (uint64_t)after) || wait_ms == 0 ||
+	    p->n_reads >= WARD_XS_PROC_READS || x->n_reads >= WARD_XS_CONN_READS) {
 		ward__xs_reply(x, &m->id,
 			       ward__xs_read_result(p, (uint64_t)after, (size_t)max_bytes));
 		return;
@@ -571,6 +576,7 @@ void ward__xs_handle_read(struct xconn *x, const struct ward__rpc_msg *m)
 	r->next = p->reads;
 	p->reads = r;
 	p->n_reads++;
+	x->n_reads++;
 	ward__loop_add_timer(x->srv->loop, ward__now_ns() + (uint64_t)wait_ms * 1000000,
 			     ward__xs_on_read_timeout, r, &r->timer);
 }

@@ -146,6 +146,7 @@ void ward__xs_read_free(struct xread *r)
 		if (*pp == r) {
 			*pp = r->next;
 			p->n_reads--;
+			r->conn->n_reads--;
 			break;
 		}
 	ward__rpc_id_release(&r->id);

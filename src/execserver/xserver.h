@@ -33,6 +33,7 @@ struct xconn {
 	bool initialize_answered;
 	bool initialized; /* the initialized notification arrived */
 	bool overflowed; /* a reply did not fit in the send queue: the connection goes */
+	size_t n_reads; /* its process/read calls waiting (WARD_XS_CONN_READS) */
 	uint64_t abort_timer;
 	struct ward__xfs *fs; /* open file handles */
 	struct xfsop *fsops; /* filesystem requests being answered */

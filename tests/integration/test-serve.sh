@@ -716,6 +716,49 @@ EOPY
 		"$T/.run/stdout" || fail "the refusal names the limit: $(out)"
 }
 
+# Waiting process/read calls are capped per process (64) and per connection (1,024):
+# more are answered at once, as a wait that ended. Each keeps its id (up to 1 KiB):
+# without the second cap a session of 4,096 processes could keep 288 MiB of them.
+t_waiting_reads_capped() {
+	LAST_CMD="ward serve --listen stdio (waiting reads)"
+	timeout -k 3 120 "$SPY" - "$WARD" "$WS" >"$T/.run/stdout" 2>"$T/.run/stderr" <<'EOPY'
+import json, subprocess, sys, threading, time
+ward, ws = sys.argv[1:3]
+p = subprocess.Popen([ward, "serve", "--listen", "stdio", "--audit-log", "none"], cwd=ws,
+                     stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+answers = {}
+def reader():
+    for line in p.stdout:
+        m = json.loads(line)
+        if "id" in m:
+            answers[m["id"]] = m
+threading.Thread(target=reader, daemon=True).start()
+def send(m):
+    p.stdin.write((json.dumps(m) + "\n").encode()); p.stdin.flush()
+send({"id": 1, "method": "initialize", "params": {"clientName": "t"}})
+send({"method": "initialized"})
+for i in range(20):
+    send({"id": 10 + i, "method": "process/start", "params": {"processId": "s%d" % i,
+          "argv": ["sleep", "60"]}})
+for _ in range(600):
+    if all(10 + i in answers for i in range(20)):
+        break
+    time.sleep(0.1)
+for i in range(20):
+    for k in range(65 if i == 0 else 64):
+        send({"id": "r-%02d-%03d-" % (i, k) + "x" * 1000, "method": "process/read",
+              "params": {"processId": "s%d" % i, "waitMs": 60000}})
+time.sleep(3)
+now = sum(1 for k in answers if isinstance(k, str) and k.startswith("r-"))
+print("answered_at_once=%d" % now)
+p.stdin.close(); p.wait(timeout=60)
+EOPY
+	WRC=$?
+	# 1,281 reads: the 65th on s0 and the 256 beyond 1,024 on this connection.
+	assert_eq "$(grep '^answered_at_once=' "$T/.run/stdout")" "answered_at_once=257" \
+		"reads past the caps are answered at once: $(err)"
+}
+
 # Under a deny-read directory, process/start's cwd gets the sandbox's answer, the same
 # for a hidden directory, a hidden file and a missing path (the server does not look).
 t_cwd_under_deny_read() {
@@ -772,6 +815,7 @@ tcase "retained output charges each chunk its cost, not only its bytes" t_retain
 tcase "process policies are charged: 4 MiB each, 64 MiB per session, freed at close" t_process_policies_charged
 tcase "remembered writeIds are charged: 1 MiB per session, the oldest forgotten" t_write_ids_charged
 tcase "unread stdin is charged per session (8 MiB), refused past it" t_stdin_charged_per_session
+tcase "waiting process/read calls are capped per process and per connection" t_waiting_reads_capped
 tcase "the server SIGKILLed: none of its processes survive" t_killed_server_leaves_nothing
 tcase "stdio: EOF kills every process, exit 0" t_stdio_eof
 tcase "1000 concurrent sandboxed processes, nothing left after the session" t_thousand_sleepers
