@@ -75,8 +75,9 @@ struct pending {
 	enum ward__xfs_method m;
 	struct ward__xfs_args a;
 	bool parsed; /* a.code/a.message hold the error otherwise */
-	json_t *params; /* held: the args point into it */
+	json_t *params; /* held while it waits: the args point into it */
 	size_t bytes;
+	char handle[XFS_HANDLE_ID_MAX + 1]; /* the handle id, once params went */
 	ward__xfs_reply_fn reply;
 	void *reply_ctx;
 };
@@ -435,6 +436,7 @@ static void orphan_unlink(struct run *run)
 		run->orphans->head = run->orphan_next;
 	if (run->orphan_next)
 		run->orphan_next->orphan_prev = run->orphan_prev;
+	run->orphans->n--;
 	run->orphans = NULL;
 	run->orphan_prev = run->orphan_next = NULL;
 }
@@ -451,6 +453,7 @@ static void orphan_adopt(struct ward__xfs_orphans *o, struct run *run)
 	if (o->head)
 		o->head->orphan_prev = run;
 	o->head = run;
+	o->n++;
 }
 
 void ward__xfs_orphans_release(struct ward__xfs_orphans *o)
@@ -755,6 +758,28 @@ static bool long_operation(const struct ward__xfs_req *rq)
 	return lstat(rq->path, &st) == 0 && S_ISDIR(st.st_mode);
 }
 
+/*
+ * An operation handed to its helper may run for minutes, and on after its
+ * connection went: the request it came in (up to a whole message, members
+ * ward ignores included) is dropped, only what its answer needs stays.
+ */
+static void keep_only_what_answers(struct pending *p)
+{
+	if (p->a.handle && p->a.handle_len <= XFS_HANDLE_ID_MAX) {
+		memcpy(p->handle, p->a.handle, p->a.handle_len);
+		p->handle[p->a.handle_len] = '\0';
+		p->a.handle = p->handle;
+	} else {
+		p->a.handle = NULL;
+		p->a.handle_len = 0;
+	}
+	p->a.data = NULL;
+	p->a.data_len = 0;
+	p->a.sandbox = NULL;
+	json_decref(p->params);
+	p->params = NULL;
+}
+
 static void do_operation(struct ward__xfs *fs, struct pending *p)
 {
 	struct ward__xfs_args *a = &p->a;
@@ -812,6 +837,7 @@ static void do_operation(struct ward__xfs *fs, struct pending *p)
 		r = start_helper(fs, p, &rq, TAKE_PTR(policy), &e);
 		if (r >= 0) {
 			ward__xfs_req_release(&rq);
+			keep_only_what_answers(p);
 			return; /* answered when the helper is done */
 		}
 		reply_error(p, WARD_XFS_INTERNAL, "cannot run the filesystem operation: %s",

@@ -29,6 +29,7 @@ struct ward__xfs;
  */
 struct ward__xfs_orphans {
 	struct run *head;
+	size_t n; /* each still holds a sandbox: the server counts them as connections */
 };
 
 struct ward__xfs_context {

@@ -518,7 +518,12 @@ static int on_admit(void *server_userdata)
 {
 	struct ward__xserver *s = server_userdata;
 
-	return s->n_conns >= s->cfg.max_connections ? 503 : 0;
+	/*
+	 * A filesystem operation whose connection went still runs in its
+	 * sandbox: it counts as a connection until it ends, so that clients
+	 * that leave one behind each time cannot pile them up.
+	 */
+	return s->n_conns + s->fs_orphans.n >= s->cfg.max_connections ? 503 : 0;
 }
 
 static const struct ward__conn_handler handler = {

@@ -216,6 +216,28 @@ def main():
         print("pings", sent)
         print("peak_rss_kib", hwm_kib(spid))
         s.close()
+    elif cmd == "orphans":
+        # n connections, each leaving a slow sandboxed fs/copy behind (with a large
+        # member ward ignores) and going; then how many were refused and the peak.
+        token, spid, n, src = sys.argv[3], int(sys.argv[4]), int(sys.argv[5]), sys.argv[6]
+        pad = "A" * (8 << 20)
+        refused = 0
+        for i in range(n):
+            try:
+                s, r = session(url, token)
+            except SystemExit as e:
+                if " 503 " not in str(e):
+                    raise
+                refused += 1
+                continue
+            send(s, {"id": 2, "method": "fs/copy", "params": {
+                "sourcePath": "file://" + src, "destinationPath": "file://%s.%d" % (src, i),
+                "recursive": True, "pad": pad}})
+            time.sleep(0.3)
+            s.close()
+            time.sleep(0.2)
+        print("refused", refused)
+        print("peak_rss_kib", hwm_kib(spid))
     elif cmd == "retained":
         # Two processes of 60,000 bytes each, one after the other; then what each has retained.
         s, r = session(url, sys.argv[3])

@@ -250,6 +250,31 @@ t_pong_flood_without_reader() {
 	assert_eq "$(out)" ok "other clients are still served"
 }
 
+# A filesystem operation whose client left runs on in its sandbox: it keeps only what
+# its answer needs (not the request, 8 MiB of ignored members here), and it counts as
+# a connection until it ends, so that clients leaving one behind each time cannot
+# pile them up (each kept its whole request before, and there was no bound).
+t_fs_orphans_counted() {
+	local peak d
+	mkdir -p "$WS/tree"
+	for d in $(seq 1 20); do
+		mkdir "$WS/tree/$d"
+		(cd "$WS/tree/$d" && touch $(seq 1 1000))
+	done
+	serve --listen ws://127.0.0.1:0 --no-auth --max-connections 3
+	client orphans "$URL" "" "$SPID" 6 "$WS/tree"
+	peak=$(sed -n 's/^peak_rss_kib //p' "$T/.run/stdout")
+	[ -n "$peak" ] || fail "no RSS sample: $(out) $(err)"
+	grep -qx 'refused [1-9]' "$T/.run/stdout" || fail "no connection refused while 3 ran: $(out)"
+	[ "$peak" -lt 65536 ] || fail "ward serve grew to $peak KiB with operations nobody awaits"
+	for d in $(seq 1 120); do
+		client run "$URL" ""
+		[ "$(out)" = ok ] && break
+		sleep 0.5
+	done
+	assert_eq "$(out)" ok "served again once the operations ended"
+}
+
 t_killed_server_leaves_nothing() {
 	local m
 	m=$(marker killed)
@@ -810,6 +835,7 @@ tcase "300 stalled handshakes: bounded, a client with the token still served" t_
 tcase "detached sessions beyond --max-connections: the oldest killed" t_detached_sessions_capped
 tcase "a client that never reads cannot make the server grow" t_flood_without_reader
 tcase "pongs nobody reads are charged what they hold (64 MiB per connection)" t_pong_flood_without_reader
+tcase "fs operations whose client left keep their answer only and count as connections" t_fs_orphans_counted
 tcase "retained output has a server-wide budget, the least recent output first" t_retained_output_has_a_server_wide_budget
 tcase "retained output charges each chunk its cost, not only its bytes" t_retained_chunks_charge_their_cost
 tcase "process policies are charged: 4 MiB each, 64 MiB per session, freed at close" t_process_policies_charged
