@@ -414,11 +414,13 @@ int cli_serve(int argc, char **argv)
 	xc.exited_ttl_ms = (unsigned)s.exited_ttl_ms;
 	xc.audit_path = audit_path;
 	xc.own_dir = audit_dir;
+	lim.max_message = s.max_message ? (size_t)s.max_message : (size_t)16 << 20;
+	/* The JSON reader takes what the transports take: one limit, not two. */
+	xc.max_message = lim.max_message;
 	if (ward__xserver_new(loop, &xc, &srv, &err) < 0) {
 		cli_report_error(&err);
 		goto out;
 	}
-	lim.max_message = s.max_message ? (size_t)s.max_message : (size_t)16 << 20;
 	/* A reply can be as large as a message; the queue holds a few of them. */
 	lim.max_queue = MAX(lim.max_message * 4, (size_t)64 << 20);
 	lim.high_water = (size_t)4 << 20;

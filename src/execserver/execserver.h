@@ -68,6 +68,7 @@ struct ward__xserver_config {
 	const struct ward_run_options *env;
 	bool allow_unsandboxed; /* requests may run processes without a sandbox */
 	size_t max_connections; /* 0: default */
+	size_t max_message; /* bytes of one message the JSON reader takes; 0: 16 MiB */
 	size_t max_processes; /* per session; 0: default */
 	size_t retain_bytes; /* 0: default */
 	unsigned retain_chunks; /* 0: default */

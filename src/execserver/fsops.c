@@ -969,8 +969,9 @@ void ward__xfs_handle(struct ward__loop *l, struct ward__xfs *fs,
 	 */
 	p->bytes = ward__json_weight(params, XFS_QUEUED_BYTES) + p->a.data_len + p->a.bytes_len +
 		sizeof(*p);
+	/* An empty queue takes one request whatever it weighs (--max-message may pass 64 MiB). */
 	if (!fs->cwd || fs->n_queued >= XFS_MAX_QUEUED ||
-	    fs->queued_bytes + p->bytes > XFS_QUEUED_BYTES) {
+	    (fs->n_queued > 0 && fs->queued_bytes + p->bytes > XFS_QUEUED_BYTES)) {
 		reply_error(p, WARD_XFS_INTERNAL,
 			    "too many filesystem requests wait on this connection (at most %u, "
 			    "%zu bytes): wait for their answers",

@@ -567,7 +567,14 @@ int ward__xserver_new(struct ward__loop *l, const struct ward__xserver_config *c
 		s->cfg.detached_ttl_ms = WARD_XS_DETACHED_TTL_MS;
 	if (!s->cfg.exited_ttl_ms)
 		s->cfg.exited_ttl_ms = WARD_XS_EXITED_TTL_MS;
-	r = ward__rpc_codec_init(&s->codec, WARD_RPC_CODEX, NULL);
+	r = ward__rpc_codec_init(&s->codec, WARD_RPC_CODEX,
+				 &(struct ward__rpc_limits){
+					 .max_bytes = s->cfg.max_message
+						 ? s->cfg.max_message
+						 : WARD_RPC_DEFAULT_MAX_BYTES,
+					 .max_depth = WARD_RPC_DEFAULT_MAX_DEPTH,
+					 .max_values = WARD_RPC_DEFAULT_MAX_VALUES,
+				 });
 	if (r >= 0)
 		r = ward_policy_copy(c->policy, &s->policy);
 	if (r < 0) {

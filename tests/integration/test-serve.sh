@@ -784,6 +784,37 @@ EOPY
 		"reads past the caps are answered at once: $(err)"
 }
 
+# --max-message is the JSON reader's limit too (the transports took 32 MiB, the reader
+# still refused what passed 16 MiB).
+t_max_message_option() {
+	echo x >"$WS/a.txt"
+	LAST_CMD="ward serve --listen stdio --max-message 32M"
+	timeout -k 3 60 "$SPY" - "$WARD" "$WS" >"$T/.run/stdout" 2>"$T/.run/stderr" <<'EOPY'
+import json, subprocess, sys
+ward, ws = sys.argv[1:3]
+p = subprocess.Popen([ward, "serve", "--listen", "stdio", "--audit-log", "none", "--max-message", "32M"],
+                     cwd=ws, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+def send(m):
+    p.stdin.write((json.dumps(m) + "\n").encode()); p.stdin.flush()
+send({"id": 1, "method": "initialize", "params": {"clientName": "t"}})
+send({"method": "initialized"})
+send({"id": 2, "method": "fs/getMetadata", "params": {"path": "file://%s/a.txt" % ws, "pad": "A" * (20 << 20)}})
+send({"id": 3, "method": "fs/getMetadata", "params": {"path": "file://%s/a.txt" % ws, "pad": "A" * (33 << 20)}})
+got = {}
+for line in p.stdout:
+    m = json.loads(line)
+    got[m.get("id")] = m
+    if 2 in got and 3 in got:
+        break
+print("20MiB", got[2].get("result", {}).get("isFile"), got[2].get("error", {}).get("message"))
+print("33MiB", got[3].get("error", {}).get("message"))
+p.stdin.close(); p.wait(timeout=30)
+EOPY
+	WRC=$?
+	grep -qx '20MiB True None' "$T/.run/stdout" || fail "a 20 MiB message is read under --max-message 32M: $(out) $(err)"
+	grep -q '^33MiB .*larger than 33554432 bytes' "$T/.run/stdout" || fail "a 33 MiB one is refused: $(out)"
+}
+
 # Under a deny-read directory, process/start's cwd gets the sandbox's answer, the same
 # for a hidden directory, a hidden file and a missing path (the server does not look).
 t_cwd_under_deny_read() {
@@ -842,6 +873,7 @@ tcase "process policies are charged: 4 MiB each, 64 MiB per session, freed at cl
 tcase "remembered writeIds are charged: 1 MiB per session, the oldest forgotten" t_write_ids_charged
 tcase "unread stdin is charged per session (8 MiB), refused past it" t_stdin_charged_per_session
 tcase "waiting process/read calls are capped per process and per connection" t_waiting_reads_capped
+tcase "--max-message is the JSON reader's limit too" t_max_message_option
 tcase "the server SIGKILLed: none of its processes survive" t_killed_server_leaves_nothing
 tcase "stdio: EOF kills every process, exit 0" t_stdio_eof
 tcase "1000 concurrent sandboxed processes, nothing left after the session" t_thousand_sleepers
