@@ -766,6 +766,7 @@ static int build_result(struct run *run, const struct ward_policy *policy, int w
 	res->denials = TAKE_PTR(sb->denials);
 	res->n_denials = sb->n_denials;
 	sb->n_denials = 0;
+	sb->denial_bytes = 0;
 	res->isolated = sb->isolated;
 	res->landlock_abi = sb->landlock_abi;
 	res->seccomp = sb->seccomp;

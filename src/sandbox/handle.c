@@ -35,9 +35,10 @@ static void add_guard_denial(struct ward__sandbox *sb, const char *access, const
 static void add_denial(struct ward__sandbox *sb, const char *access, const char *sc, int error,
 		       const char *target)
 {
+	size_t len = strlen(target) + 1;
 	struct ward__denial *d;
 
-	if (sb->n_denials >= WARD_MAX_DENIALS) {
+	if (sb->n_denials >= WARD_MAX_DENIALS || sb->denial_bytes + len > WARD_MAX_DENIAL_BYTES) {
 		sb->denials_dropped++;
 		return;
 	}
@@ -57,6 +58,7 @@ static void add_denial(struct ward__sandbox *sb, const char *access, const char 
 		sb->denials_dropped++;
 		return;
 	}
+	sb->denial_bytes += len;
 	sb->n_denials++;
 }
 

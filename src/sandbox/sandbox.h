@@ -350,6 +350,12 @@ WARD_INTERNAL void ward__supervisor_release(struct ward__supervisor *s);
 
 #define WARD_MAX_KEEP_FDS 64
 #define WARD_MAX_DENIALS 256 /* per run; more are counted, not kept */
+/*
+ * Bytes of the denials' targets kept per run (more are counted, not kept): a
+ * server keeps a sandbox's denials while its command runs, and 256 targets
+ * of 3 KiB each would make 800 KB per command of a hostile one's choosing.
+ */
+#define WARD_MAX_DENIAL_BYTES ((size_t)64 << 10)
 
 struct ward__spawn_opts {
 	const struct ward_policy *policy; /* resolved */
@@ -427,6 +433,7 @@ struct ward__sandbox {
 	struct ward__msg_error error;
 	struct ward__denial *denials;
 	size_t n_denials;
+	size_t denial_bytes; /* of the targets kept (WARD_MAX_DENIAL_BYTES) */
 	size_t denials_dropped;
 	bool guard_tripped; /* a protected path was changed (and restored) */
 	char guard_left[PATH_MAX + 64]; /* "path: reason" when a change could not be undone */

@@ -815,6 +815,40 @@ EOPY
 	grep -q '^33MiB .*larger than 33554432 bytes' "$T/.run/stdout" || fail "a 33 MiB one is refused: $(out)"
 }
 
+# The denials a running command's sandbox keeps are capped in bytes as well as in
+# number: 256 refused writes to paths of 2 KiB kept 520 KB per process before.
+t_denials_capped_in_bytes() {
+	local deep=$WS/ro
+	while [ ${#deep} -lt 2000 ]; do deep=$deep/$(printf 'd%.0s' $(seq 1 200)); done
+	mkdir -p "$deep"
+	LAST_CMD="ward serve --listen stdio --protect (denials)"
+	timeout -k 3 120 "$SPY" - "$WARD" "$WS" "$deep" >"$T/.run/stdout" 2>"$T/.run/stderr" <<'EOPY'
+import json, subprocess, sys
+ward, ws, deep = sys.argv[1:4]
+p = subprocess.Popen([ward, "serve", "--listen", "stdio", "--audit-log", "none", "--protect", ws + "/ro"],
+                     cwd=ws, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+def send(m):
+    p.stdin.write((json.dumps(m) + "\n").encode()); p.stdin.flush()
+send({"id": 1, "method": "initialize", "params": {"clientName": "t"}})
+send({"method": "initialized"})
+send({"id": 2, "method": "process/start", "params": {"processId": "d", "argv": ["sh", "-c",
+      'for i in $(seq 1 300); do true >"$0/f$i" 2>/dev/null; done', deep]}})
+for line in p.stdout:
+    m = json.loads(line)
+    if m.get("method") == "process/exited":
+        d = m["params"]["denials"]
+        print("denials=%d bytes=%d" % (len(d), sum(len(x["target"]) + 1 for x in d)))
+        break
+p.stdin.close(); p.wait(timeout=30)
+EOPY
+	WRC=$?
+	local line
+	line=$(grep '^denials=' "$T/.run/stdout") || fail "no exit: $(out) $(err)"
+	[[ $line =~ denials=([0-9]+)\ bytes=([0-9]+) ]] || fail "$line"
+	[ "${BASH_REMATCH[1]}" -ge 16 ] || fail "the first refusals are listed: $line"
+	[ "${BASH_REMATCH[2]}" -le 65536 ] || fail "more than 64 KiB of denials kept: $line"
+}
+
 # Under a deny-read directory, process/start's cwd gets the sandbox's answer, the same
 # for a hidden directory, a hidden file and a missing path (the server does not look).
 t_cwd_under_deny_read() {
@@ -874,6 +908,7 @@ tcase "remembered writeIds are charged: 1 MiB per session, the oldest forgotten"
 tcase "unread stdin is charged per session (8 MiB), refused past it" t_stdin_charged_per_session
 tcase "waiting process/read calls are capped per process and per connection" t_waiting_reads_capped
 tcase "--max-message is the JSON reader's limit too" t_max_message_option
+tcase "a sandbox keeps at most 64 KiB of denials" t_denials_capped_in_bytes
 tcase "the server SIGKILLed: none of its processes survive" t_killed_server_leaves_nothing
 tcase "stdio: EOF kills every process, exit 0" t_stdio_eof
 tcase "1000 concurrent sandboxed processes, nothing left after the session" t_thousand_sleepers
