@@ -360,6 +360,17 @@ static int approval_run(struct mcp *m, struct pending *p, struct ward_error *e)
 	return r;
 }
 
+/* The questions of ours the client has not answered yet. */
+static size_t questions_waiting(const struct mcp *m)
+{
+	size_t n = 0;
+
+	for (const struct pending *p = m->pending; p; p = p->next)
+		if (p->ap && p->ap->asking)
+			n++;
+	return n;
+}
+
 /* Performs the step's actions until one has to wait; the result when the call is over. */
 static json_t *approval_drive(struct mcp *m, struct pending *p)
 {
@@ -381,6 +392,12 @@ static json_t *approval_drive(struct mcp *m, struct pending *p)
 					m, p,
 					"this MCP client cannot ask the person (it does not "
 					"support elicitation)",
+					&e);
+			else if (questions_waiting(m) >= WARD_MCP_MAX_QUESTIONS)
+				r = ward__mcp_no_answer(
+					m, p,
+					"16 questions already wait for the person's "
+					"answer; ask again once they are answered",
 					&e);
 			else if (elicit(m, p) < 0)
 				r = ward__mcp_no_answer(

@@ -4,6 +4,7 @@
  * call started on the session store (or, with an approver, handed to the
  * approvals); its result is sent when the session layer completes it.
  */
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -57,6 +58,26 @@ static json_t *call_exec(struct mcp *m, struct pending *p, const json_t *args)
 		return ward__mcp_tool_error(m, "invalid arguments: %s", why);
 	if (!a.cmd)
 		return ward__mcp_tool_error(m, "invalid arguments: 'cmd' is required");
+	/*
+	 * The session layer's limits, checked before anything keeps a copy: an
+	 * approval keeps the call's strings (several copies of cmd) while the
+	 * person is asked, for up to 10 minutes; twenty 8 MB commands waiting
+	 * for an answer held 1 GB.
+	 */
+	if (strlen(a.cmd) > WARD_SESSION_CMD_MAX)
+		return ward__mcp_tool_error(
+			m,
+			"cmd is longer than %zu bytes (the kernel's limit for one "
+			"argument): write the script to a file and run that",
+			WARD_SESSION_CMD_MAX);
+	if ((a.workdir && strlen(a.workdir) >= PATH_MAX) ||
+	    (a.shell && strlen(a.shell) >= PATH_MAX))
+		return ward__mcp_tool_error(
+			m, "invalid arguments: '%s' is longer than %d bytes",
+			a.shell && strlen(a.shell) >= PATH_MAX ? "shell" : "workdir", PATH_MAX - 1);
+	if (a.until && a.until_len > WARD_SESSION_UNTIL_MAX)
+		return ward__mcp_tool_error(m, "invalid arguments: 'until' is longer than %d bytes",
+					    WARD_SESSION_UNTIL_MAX);
 	if (q > 0)
 		a.login = login;
 	if (m->cfg->approver)

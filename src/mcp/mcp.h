@@ -32,6 +32,12 @@
 #define WARD_MCP_HIGH_WATER ((size_t)8 << 20) /* stop reading requests above this */
 #define WARD_MCP_MAX_IN_FLIGHT 256 /* tool calls waiting for their result */
 #define WARD_MCP_MAX_PROGRESS_TOKEN 1024 /* bytes of a string progressToken (as ids) */
+/*
+ * Approval questions waiting for the person at once: each keeps its call's
+ * command several times over (about 1 MiB for one of 128 KiB) for up to 10
+ * minutes, and a person answers one at a time.
+ */
+#define WARD_MCP_MAX_QUESTIONS 16
 
 struct ward__mcp_config {
 	const struct ward_policy *policy; /* the template of every command's sandbox */

@@ -227,6 +227,56 @@ EOS
 		fail "the next call is served"
 }
 
+# What an approval keeps while the person is asked is bounded: a command past the
+# session's 128 KiB limit is refused before anything keeps it or asks (twenty 8 MB
+# commands waiting for answers held 1 GB), and at most 16 questions wait at once (each
+# keeps its command several times over; 256 of 128 KiB held 250 MiB).
+t_approval_questions_bounded() {
+	[ -n "$PY" ] || skip "python3 is needed"
+	LAST_CMD="ward mcp -a untrusted (questions)"
+	timeout -k 3 120 "$PY" - "$WARD" "$WS" >"$T/.run/stdout" 2>"$T/.run/stderr" <<'EOPY'
+import json, subprocess, sys, threading, time
+ward, ws = sys.argv[1:3]
+p = subprocess.Popen([ward, "mcp", "-C", ws, "-a", "untrusted", "--audit-log", "none"],
+                     stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+got = []
+def reader():
+    for line in p.stdout:
+        got.append(json.loads(line))
+threading.Thread(target=reader, daemon=True).start()
+def send(m):
+    p.stdin.write((json.dumps(m) + "\n").encode()); p.stdin.flush()
+send({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18",
+      "capabilities": {"elicitation": {}}, "clientInfo": {"name": "t", "version": "1"}}})
+send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+def call(i, cmd):
+    send({"jsonrpc": "2.0", "id": i, "method": "tools/call", "params": {"name": "exec_command",
+          "arguments": {"cmd": cmd}}})
+for i in range(6):
+    call(100 + i, "frob " + "a" * (8 << 20))
+for i in range(40):
+    call(200 + i, "frob " + "b" * 128000)
+for _ in range(300):
+    if sum(1 for m in got if isinstance(m.get("id"), int) and m["id"] >= 100 and "result" in m) >= 30:
+        break
+    time.sleep(0.1)
+time.sleep(0.5)
+texts = {m["id"]: m["result"]["content"][0]["text"] for m in got
+         if "result" in m and isinstance(m.get("id"), int) and m["id"] >= 100}
+asked = sum(1 for m in got if m.get("method") == "elicitation/create")
+long_refused = sum(1 for i in range(6) if "cmd is longer than 131071 bytes" in texts.get(100 + i, ""))
+busy = sum(1 for i in range(40) if "16 questions already wait" in texts.get(200 + i, ""))
+peak = int([l for l in open("/proc/%d/status" % p.pid) if l.startswith("VmHWM")][0].split()[1]) // 1024
+print("asked=%d long_refused=%d busy=%d peak_mib=%d" % (asked, long_refused, busy, peak))
+p.kill()
+EOPY
+	WRC=$?
+	local line
+	line=$(grep '^asked=' "$T/.run/stdout") || fail "no summary: $(out) $(err)"
+	[[ $line =~ asked=16\ long_refused=6\ busy=24\ peak_mib=([0-9]+) ]] || fail "$line"
+	[ "${BASH_REMATCH[1]}" -le 64 ] || fail "ward mcp grew with the questions it keeps: $line"
+}
+
 # The structured result is what a model reads (Codex and Claude Code pass it on as JSON
 # and drop the text): the text's information, its wall time to 0.1 ms, each refusal as
 # the text's sentence; list_sessions answers one shape in text and structure.
@@ -299,6 +349,7 @@ tcase "SIGTERM and SIGKILL leave nothing running" t_signals_and_kill
 tcase "stdin EOF: calls in flight finish on their own first" t_eof_lets_quick_calls_finish
 tcase "SIGTERM answers the calls waiting" t_sigterm_answers_waiting_calls
 tcase "a progress token longer than 1024 bytes is refused" t_progress_token_capped
+tcase "approval questions keep bounded memory: 128 KiB commands, 16 questions" t_approval_questions_bounded
 tcase "the policy options apply to every command" t_policy_applies
 tcase "bad options are one-line errors (125)" t_bad_options
 tcase "MCP Inspector CLI lists and calls the tools" t_inspector_cli
