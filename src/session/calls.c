@@ -573,6 +573,10 @@ void ward__session_call_begin(struct call *c)
 		if (se->tty) {
 			int r = ward__proc_write(se->proc, c->chars, c->len);
 
+			/* Now in the stdin queue, which the store's budget counts: not twice. */
+			free(c->chars);
+			c->chars = NULL;
+
 			if (r < 0 && !se->exited) {
 				se->active = NULL;
 				call_finish(

@@ -41,6 +41,8 @@
 #define WARD_SESSION_PENDING_MAX 16 /* calls queued behind a running one, per session */
 /* Bytes of a command line: the kernel's limit for one argument (MAX_ARG_STRLEN) less its NUL. */
 #define WARD_SESSION_CMD_MAX (((size_t)128 << 10) - 1)
+/* Bytes of the command a session keeps for list_sessions. */
+#define WARD_SESSION_LISTED_CMD ((size_t)1024)
 /*
  * Unread output and unwritten input the whole store holds: past it, sessions
  * without a call waiting stop being read (their commands block in write())

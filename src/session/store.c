@@ -306,6 +306,30 @@ static int resolve_workdir(struct ward__sessions *s, const char *workdir, bool h
 	return 0;
 }
 
+/*
+ * The command as list_sessions shows it: its first WARD_SESSION_LISTED_CMD
+ * bytes (cut on a character boundary, "..." after). A session keeps this
+ * copy for as long as it lives, and --max-sessions 50000 sessions of 128
+ * KiB commands would keep 6 GB of them.
+ */
+static char *listed_command(const char *cmd)
+{
+	size_t n = strlen(cmd);
+	char *out;
+
+	if (n <= WARD_SESSION_LISTED_CMD)
+		return strdup(cmd);
+	n = WARD_SESSION_LISTED_CMD;
+	while (n > 0 && ((unsigned char)cmd[n] & 0xc0) == 0x80)
+		n--;
+	out = malloc(n + 4);
+	if (out) {
+		memcpy(out, cmd, n);
+		memcpy(out + n, "...", 4);
+	}
+	return out;
+}
+
 static int start_session(struct ward__sessions *s, const struct ward__exec_args *a, char *workdir,
 			 struct session **ret, struct ward_error *err)
 {
@@ -351,7 +375,7 @@ static int start_session(struct ward__sessions *s, const struct ward__exec_args 
 	r = ward_policy_resolve(se->policy, err);
 	if (r < 0)
 		goto fail;
-	se->command = strdup(a->cmd);
+	se->command = listed_command(a->cmd);
 	if (!se->command) {
 		r = ward__error(err, -ENOMEM, "session", "out of memory");
 		goto fail;

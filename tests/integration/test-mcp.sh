@@ -277,6 +277,65 @@ EOPY
 	[ "${BASH_REMATCH[1]}" -le 64 ] || fail "ward mcp grew with the questions it keeps: $line"
 }
 
+# Typed input is kept once: a write_stdin's chars, once in the session's stdin queue
+# (which the store's 64 MiB input budget counts), are not kept again by its call (32
+# calls of 1 MiB held 64 MiB for 32 counted). A session keeps the first 1,024 bytes of
+# its command for list_sessions, not all 128 KiB.
+t_typed_input_kept_once() {
+	[ -n "$PY" ] || skip "python3 is needed"
+	LAST_CMD="ward mcp (typed input)"
+	timeout -k 3 120 "$PY" - "$WARD" "$WS" >"$T/.run/stdout" 2>"$T/.run/stderr" <<'EOPY'
+import json, subprocess, sys, threading, time
+ward, ws = sys.argv[1:3]
+p = subprocess.Popen([ward, "mcp", "-C", ws, "--audit-log", "none"],
+                     stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+got = {}
+def reader():
+    for line in p.stdout:
+        m = json.loads(line)
+        if "id" in m:
+            got[m["id"]] = m
+threading.Thread(target=reader, daemon=True).start()
+def send(m):
+    p.stdin.write((json.dumps(m) + "\n").encode()); p.stdin.flush()
+def wait(ids, secs=60):
+    for _ in range(secs * 10):
+        if all(i in got for i in ids):
+            return [got[i] for i in ids]
+        time.sleep(0.1)
+    raise SystemExit("unanswered: %r" % [i for i in ids if i not in got][:3])
+send({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18",
+      "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}})
+send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+wait([1])
+ids = []
+for i in range(32):
+    send({"jsonrpc": "2.0", "id": 100 + i, "method": "tools/call", "params": {"name": "exec_command",
+          "arguments": {"cmd": "sleep 60 # " + "c" * 2000, "tty": True, "yield_time_ms": 250}}})
+for a in wait([100 + i for i in range(32)]):
+    ids.append(a["result"]["structuredContent"]["session_id"])
+base = int([l for l in open("/proc/%d/status" % p.pid) if l.startswith("VmRSS")][0].split()[1]) // 1024
+for k, sid in enumerate(ids):
+    send({"jsonrpc": "2.0", "id": 200 + k, "method": "tools/call", "params": {"name": "write_stdin",
+          "arguments": {"session_id": sid, "chars": "x" * (1 << 20), "yield_time_ms": 20000}}})
+time.sleep(4)
+peak = int([l for l in open("/proc/%d/status" % p.pid) if l.startswith("VmHWM")][0].split()[1]) // 1024
+send({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "list_sessions", "arguments": {}}})
+listed = wait([3])[0]["result"]["structuredContent"]["sessions"]
+print("base_mib=%d peak_mib=%d" % (base, peak))
+print("listed=%d command_bytes=%d" % (len(listed), max(len(x["command"].encode()) for x in listed)))
+p.kill()
+EOPY
+	WRC=$?
+	local line
+	line=$(grep '^base_mib=' "$T/.run/stdout") || fail "no summary: $(out) $(err)"
+	[[ $line =~ base_mib=([0-9]+)\ peak_mib=([0-9]+) ]] || fail "$line"
+	# 32 MiB queued, plus what a message costs while it is read; 64 MiB more before.
+	[ $((BASH_REMATCH[2] - BASH_REMATCH[1])) -le 56 ] || fail "the typed input was kept twice: $line"
+	assert_eq "$(grep '^listed=' "$T/.run/stdout")" "listed=32 command_bytes=1027" \
+		"list_sessions shows the first 1,024 bytes of each command"
+}
+
 # The structured result is what a model reads (Codex and Claude Code pass it on as JSON
 # and drop the text): the text's information, its wall time to 0.1 ms, each refusal as
 # the text's sentence; list_sessions answers one shape in text and structure.
@@ -349,6 +408,7 @@ tcase "SIGTERM and SIGKILL leave nothing running" t_signals_and_kill
 tcase "stdin EOF: calls in flight finish on their own first" t_eof_lets_quick_calls_finish
 tcase "SIGTERM answers the calls waiting" t_sigterm_answers_waiting_calls
 tcase "a progress token longer than 1024 bytes is refused" t_progress_token_capped
+tcase "typed input is kept once; a session keeps 1 KiB of its command" t_typed_input_kept_once
 tcase "approval questions keep bounded memory: 128 KiB commands, 16 questions" t_approval_questions_bounded
 tcase "the policy options apply to every command" t_policy_applies
 tcase "bad options are one-line errors (125)" t_bad_options
