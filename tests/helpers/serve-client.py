@@ -24,6 +24,7 @@ search for the marker finds only them).
 import base64
 import json
 import os
+import signal
 import socket
 import struct
 import sys
@@ -164,6 +165,25 @@ def hwm_kib(pid):
     return 0
 
 
+def descendants(pid):
+    """Every process below pid, by their parents in /proc."""
+    parent = {}
+    for d in os.listdir("/proc"):
+        if d.isdigit():
+            try:
+                with open("/proc/%s/stat" % d) as f:
+                    parent[int(d)] = int(f.read().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                pass
+    out, todo = [], [pid]
+    while todo:
+        p = todo.pop()
+        kids = [c for c, pp in parent.items() if pp == p]
+        out += kids
+        todo += kids
+    return out
+
+
 def main():
     cmd, url = sys.argv[1], sys.argv[2]
     if cmd == "http":
@@ -217,11 +237,15 @@ def main():
         print("peak_rss_kib", hwm_kib(spid))
         s.close()
     elif cmd == "orphans":
-        # n connections, each leaving a slow sandboxed fs/copy behind (with a large
-        # member ward ignores) and going; then how many were refused and the peak.
+        # n connections, each leaving a sandboxed fs/copy behind (with a large member
+        # ward ignores) and going once the copy has begun; the copies are stopped
+        # (SIGSTOP) so that they outlive their connections whatever the machine's
+        # speed. Then how many connections were refused and what the server holds;
+        # the copies are let go at the end.
         token, spid, n, src = sys.argv[3], int(sys.argv[4]), int(sys.argv[5]), sys.argv[6]
-        pad = "A" * (8 << 20)
+        pad = "A" * (12 << 20)
         refused = 0
+        stopped = set()
         for i in range(n):
             try:
                 s, r = session(url, token)
@@ -230,14 +254,31 @@ def main():
                     raise
                 refused += 1
                 continue
+            dst = "%s.%d" % (src, i)
             send(s, {"id": 2, "method": "fs/copy", "params": {
-                "sourcePath": "file://" + src, "destinationPath": "file://%s.%d" % (src, i),
+                "sourcePath": "file://" + src, "destinationPath": "file://" + dst,
                 "recursive": True, "pad": pad}})
-            time.sleep(0.3)
+            for _ in range(200):
+                if os.path.exists(dst):
+                    break
+                time.sleep(0.05)
+            for pid in descendants(spid):
+                if pid not in stopped:
+                    try:
+                        os.kill(pid, signal.SIGSTOP)
+                        stopped.add(pid)
+                    except OSError:
+                        pass
             s.close()
             time.sleep(0.2)
         print("refused", refused)
+        print("rss_kib", rss_kib(spid))
         print("peak_rss_kib", hwm_kib(spid))
+        for pid in stopped:
+            try:
+                os.kill(pid, signal.SIGCONT)
+            except OSError:
+                pass
     elif cmd == "retained":
         # Two processes of 60,000 bytes each, one after the other; then what each has retained.
         s, r = session(url, sys.argv[3])
