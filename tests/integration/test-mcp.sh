@@ -119,7 +119,9 @@ EOS
 		BG_PIDS+=("$!")
 		wait_for grep -q '"id":2' "$T/.run/stdout" || fail "the session did not start"
 		pid=$(sed -n 's/^pid=//p' "$T/.run/stdout")
-		pgrep -f -- "$m" >/dev/null || fail "the sandboxed sleeper runs"
+		# The reply may come before the command's exec on a loaded machine (the yield
+		# window counts from the spawn): wait for it rather than look once.
+		wait_for pgrep -f -- "$m" >/dev/null || fail "the sandboxed sleeper runs"
 		kill -"$sig" "$pid"
 		expect_gone "$m"
 		if [ "$sig" = TERM ]; then
