@@ -830,21 +830,16 @@ static void proc_destroy(struct ward__proc *p)
 	if (!p->tty && p->in_fd >= 0)
 		close(p->in_fd);
 	if (p->spawned) {
-		ward__sandbox_kill(&p->sb);
 		if (!p->init_reaped && p->sb.pidfd >= 0) {
 			/*
-			 * init dies from the kill above; the loop reaps it when it is gone
-			 * (its namespaces' teardown must not stall everyone else).
+			 * Killed, and reaped by the loop once gone (its namespaces'
+			 * teardown must not stall everyone else); where the loop cannot
+			 * take it, released the blocking way: the one path for this
+			 * and the pool's unused sandboxes.
 			 */
-			int dup = fcntl(p->sb.pidfd, F_DUPFD_CLOEXEC, 3);
-
-			if (dup >= 0) {
-				ward__loop_reap(l, dup, NULL, NULL);
-				ward__sandbox_release_exiting(&p->sb);
-			} else {
-				ward__sandbox_release(&p->sb);
-			}
+			ward__proc_abandon_sandbox(l, &p->sb);
 		} else {
+			ward__sandbox_kill(&p->sb);
 			ward__sandbox_release(&p->sb);
 		}
 	}
