@@ -110,6 +110,7 @@ struct ward_net_proxy {
 	size_t n_listeners;
 	struct conn *conns;
 	unsigned n_conns, max_conns;
+	uint64_t head_timeout_ns;
 	struct question *questions;
 	unsigned n_questions;
 	uint64_t next_question;
@@ -891,9 +892,8 @@ static void on_accept(struct ward__loop *l, int fd, uint32_t events, void *userd
 			}
 		}
 		if (ward__loop_add_io(l, cfd, EPOLLIN, on_head_io, c, &c->io) < 0 ||
-		    ward__loop_add_timer(
-			    l, ward__loop_now_ns(l) + WARD_NET_HEAD_TIMEOUT_MS * 1000000ull,
-			    on_head_timeout, c, &c->timer) < 0)
+		    ward__loop_add_timer(l, ward__loop_now_ns(l) + px->head_timeout_ns,
+					 on_head_timeout, c, &c->timer) < 0)
 			conn_free(c);
 	}
 }
@@ -911,6 +911,9 @@ int ward__net_proxy_new(struct ward__loop *loop, const struct ward_net_settings 
 		return -ENOMEM;
 	px->loop = loop;
 	px->max_conns = s->max_conns ? s->max_conns : WARD_NET_DEFAULT_MAX_CONNS;
+	px->head_timeout_ns =
+		(uint64_t)(s->head_timeout_ms ? s->head_timeout_ms : WARD_NET_HEAD_TIMEOUT_MS) *
+		1000000ull;
 	px->next_question = 1;
 	r = ward__net_policy_init(&px->np, s, hooks);
 	if (r < 0) {

@@ -144,6 +144,7 @@ struct ward_net_settings {
 	const char *dns_server;
 	bool ask; /* questions may be asked (approvals on, a front end that can ask) */
 	unsigned max_conns; /* 0: WARD_NET_DEFAULT_MAX_CONNS */
+	unsigned head_timeout_ms; /* 0: WARD_NET_HEAD_TIMEOUT_MS */
 };
 
 /*

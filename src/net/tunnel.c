@@ -180,6 +180,9 @@ static int update(struct ward__tunnel *t)
 			want |= EPOLLIN;
 		if (!wr->done && pending(wr))
 			want |= EPOLLOUT;
+		/* A client that hangs up after its request does not want the answer any more. */
+		if (s == 0 && t->ends_with_response && rd->done)
+			want |= EPOLLRDHUP;
 		if (want != t->want[s]) {
 			int r = ward__loop_mod_io(t->loop, t->io[s], want);
 
@@ -216,6 +219,10 @@ static void on_io(struct ward__loop *l, int fd, uint32_t events, void *userdata)
 
 		getsockopt(fd, SOL_SOCKET, SO_ERROR, &e, &el);
 		finish(t, e ? -e : -ECONNRESET);
+		return;
+	}
+	if (s == 0 && (events & EPOLLRDHUP) && t->ends_with_response && t->d[0].done) {
+		finish(t, 0);
 		return;
 	}
 	/* Reading side s (EPOLLIN, or EPOLLHUP which may still have data), writing side s. */
