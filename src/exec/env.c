@@ -153,6 +153,64 @@ static int inherit(struct env *e, const struct ward_run_options *o)
 	return 0;
 }
 
+/*
+ * The network by domain: every spelling of the proxy variables the common
+ * tools read, pointing at the proxy's listeners on the sandbox's loopback
+ * (the inherited ones name the host's proxy, which the sandbox cannot
+ * reach). curl reads http_proxy only in lower case; Go, Python and most
+ * others read both cases; ALL_PROXY as socks5h:// makes the proxy resolve
+ * names; npm, yarn, pip, bundler and docker have keys of their own; Node's
+ * own fetch reads them only with NODE_USE_ENV_PROXY=1; Java reads none of
+ * them, only system properties, given through JAVA_TOOL_OPTIONS. Tools that
+ * read nothing still reach the proxy through the DNS stub (src/net).
+ */
+static int put_proxy_env(struct env *e)
+{
+	static const char *const http_names[] = {
+		"http_proxy",	      "https_proxy",
+		"HTTP_PROXY",	      "HTTPS_PROXY",
+		"npm_config_proxy",   "npm_config_https_proxy",
+		"NPM_CONFIG_PROXY",   "NPM_CONFIG_HTTPS_PROXY",
+		"YARN_HTTP_PROXY",    "YARN_HTTPS_PROXY",
+		"PIP_PROXY",	      "BUNDLE_HTTP_PROXY",
+		"BUNDLE_HTTPS_PROXY", "DOCKER_HTTP_PROXY",
+		"DOCKER_HTTPS_PROXY",
+	};
+	char http[64], socks[64], rsync[64], java[512];
+	const struct var *jt = env_find(e, "JAVA_TOOL_OPTIONS");
+	int r = 0;
+
+	snprintf(http, sizeof(http), "http://127.0.0.1:%d", WARD_NET_HTTP_PORT);
+	snprintf(socks, sizeof(socks), "socks5h://127.0.0.1:%d", WARD_NET_SOCKS5_PORT);
+	snprintf(rsync, sizeof(rsync), "127.0.0.1:%d", WARD_NET_HTTP_PORT);
+	for (size_t i = 0; r >= 0 && i < ELEMENTSOF(http_names); i++)
+		r = env_put(e, http_names[i], strlen(http_names[i]), http);
+	if (r >= 0)
+		r = env_put(e, "ALL_PROXY", strlen("ALL_PROXY"), socks);
+	if (r >= 0)
+		r = env_put(e, "all_proxy", strlen("all_proxy"), socks);
+	if (r >= 0)
+		r = env_put(e, "RSYNC_PROXY", strlen("RSYNC_PROXY"), rsync);
+	/* Loopback stays direct: a command's own servers are inside the sandbox. */
+	if (r >= 0)
+		r = env_put(e, "NO_PROXY", strlen("NO_PROXY"), "localhost,127.0.0.1,::1");
+	if (r >= 0)
+		r = env_put(e, "no_proxy", strlen("no_proxy"), "localhost,127.0.0.1,::1");
+	if (r >= 0)
+		r = env_put(e, "NODE_USE_ENV_PROXY", strlen("NODE_USE_ENV_PROXY"), "1");
+	snprintf(java, sizeof(java),
+		 "%s%s-Dhttp.proxyHost=127.0.0.1 -Dhttp.proxyPort=%d -Dhttps.proxyHost=127.0.0.1 "
+		 "-Dhttps.proxyPort=%d -Dhttp.nonProxyHosts=localhost|127.0.0.1|[::1]",
+		 jt && strlen(jt->value) < 256 ? jt->value : "",
+		 jt && jt->value[0] && strlen(jt->value) < 256 ? " " : "", WARD_NET_HTTP_PORT,
+		 WARD_NET_HTTP_PORT);
+	if (r >= 0)
+		r = env_put(e, "JAVA_TOOL_OPTIONS", strlen("JAVA_TOOL_OPTIONS"), java);
+	if (r >= 0)
+		r = env_put(e, "WARD_SANDBOX_NETWORK", strlen("WARD_SANDBOX_NETWORK"), "by-domain");
+	return r;
+}
+
 int ward__exec_env_build(const struct ward_run_options *o, const struct ward_policy *p,
 			 char ***ret_envp)
 {
@@ -166,7 +224,9 @@ int ward__exec_env_build(const struct ward_run_options *o, const struct ward_pol
 	if (!o)
 		o = &defaults;
 	/* Without a policy, say the network is off: a false "off" is harmless, a false "on" misleads tools. */
-	network_off = !p || (!p->network && p->mode != WARD_MODE_DANGER_FULL_ACCESS);
+	network_off = !p ||
+		(!p->network && p->mode != WARD_MODE_DANGER_FULL_ACCESS &&
+		 !ward__policy_net_by_domain(p));
 
 	r = inherit(&e, o);
 	if (r < 0)
@@ -189,6 +249,8 @@ int ward__exec_env_build(const struct ward_run_options *o, const struct ward_pol
 			goto out;
 	}
 	r = env_put(&e, "WARD_SANDBOX", strlen("WARD_SANDBOX"), "1");
+	if (r >= 0 && p && ward__policy_net_by_domain(p))
+		r = put_proxy_env(&e);
 	if (r >= 0 && network_off)
 		r = env_put(&e, "WARD_SANDBOX_NETWORK_DISABLED",
 			    strlen("WARD_SANDBOX_NETWORK_DISABLED"), "1");

@@ -7,7 +7,8 @@
  * drives (proc.c, proc.h) and its pool of prepared sandboxes (pool.c,
  * pool.h).
  *
- * It may call src/sandbox, src/policy and src/basic (and include/ward/ward.h
+ * It may call src/sandbox, src/net (the proxy of a sandbox whose network is
+ * by domain: netproxy.c), src/policy and src/basic (and include/ward/ward.h
  * for the public types). src/session, src/approval, src/server and src/cli
  * call it; it calls none of them (the one-way rule of DESIGN.md). The owner
  * of a proc hears from it only through the callbacks it passed down (struct

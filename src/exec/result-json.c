@@ -281,6 +281,8 @@ static int denials_json(struct ward__buf *b, const struct ward_result *res)
 			r = kv_str(b, "error", ename);
 		if (r >= 0)
 			r = kv_str(b, "target", d->target ? d->target : "");
+		if (r >= 0 && d->reason[0])
+			r = kv_str(b, "reason", d->reason);
 		if (r >= 0)
 			r = ward__buf_append_byte(b, '}');
 	}
