@@ -265,7 +265,8 @@ int ward__net_host_normalize(const char *in, size_t len, bool allow_glob,
 					return -EINVAL;
 				if (c >= 'A' && c <= 'Z')
 					c = c - 'A' + 'a';
-				if (c < 0x80 && !label_byte((char)c, allow_glob))
+				/* A glob inside a Punycode label would be a glob over its encoding. */
+				if (c < 0x80 && !label_byte((char)c, false))
 					return -EINVAL;
 				cp[n++] = c;
 				k += (size_t)r;
