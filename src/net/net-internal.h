@@ -128,7 +128,7 @@ WARD_INTERNAL void ward__net_policy_report(struct ward__net_policy *np,
 
 /*
  * The DNS stub: answers the sandbox's questions from the pool. An allowed
- * name gets the next address of 198.18.0.0/15, kept for it as long as the
+ * name gets the next address of 198.18.0.0/16, kept for it as long as the
  * proxy lives (never given to another name: a connection to an address is
  * a connection to one name); a refused name gets REFUSED at once, so
  * getaddrinfo() fails fast instead of timing out. Nothing is forwarded.

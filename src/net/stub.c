@@ -5,7 +5,7 @@
  * sandbox's /etc/resolv.conf names 127.0.0.1, where init bound the sockets
  * served here).
  *
- * An allowed name gets an address of ward's pool, 198.18.0.0/15, inside
+ * An allowed name gets an address of ward's pool, 198.18.0.0/16, inside
  * the sandbox only: the next free one, kept for that name while the proxy
  * lives and never given to another, so that a connection to an address is
  * a connection to exactly one name (an address reused across names would

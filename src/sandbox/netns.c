@@ -8,7 +8,7 @@
  *     127.0.0.1:53 over UDP and TCP), each handed to ward at once over the
  *     sandbox's net socket and closed here: nothing inside the sandbox holds
  *     them, every byte sent to them is read by ward, outside;
- *   - a "local" route for ward's address pool (198.18.0.0/15) on lo, so that
+ *   - a "local" route for ward's address pool (198.18.0.0/16) on lo, so that
  *     a connection to an address the DNS stub gave out stays inside the
  *     namespace, where init (supervise-net.c) makes the pool listener ward
  *     accepts it on; an address with no listener is refused at once;
@@ -38,7 +38,7 @@
 #include "basic/error.h"
 #include "sandbox/sandbox.h"
 
-/* RTM_NEWROUTE: local 198.18.0.0/15 dev lo, in the local table. */
+/* RTM_NEWROUTE: local 198.18.0.0/16 dev lo, in the local table. */
 static int pool_route(struct ward_error *err)
 {
 	struct {

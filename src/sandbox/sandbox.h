@@ -585,7 +585,7 @@ WARD_INTERNAL int ward__recv_fd_tag(int sock, char *ret_tag);
 #define WARD_NET_HTTP_PORT 3128
 #define WARD_NET_SOCKS5_PORT 1080
 #define WARD_NET_POOL_ADDR 0xc6120000u /* 198.18.0.0 */
-#define WARD_NET_POOL_BITS 15
+#define WARD_NET_POOL_BITS 16
 /* Pool listeners init makes for one sandbox (an address and port each); past it, refused. */
 #define WARD_NET_MAX_POOL_LISTENERS 512
 /*
