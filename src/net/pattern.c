@@ -377,6 +377,10 @@ int ward__net_pattern_parse(const char *text, bool deny, struct ward__net_patter
 		*why = "not a host name or IP address";
 		return -EINVAL;
 	}
+	if (p.kind != WARD_NET_PATTERN_EXACT && (strchr(p.host, ':') || ipv4_strict(p.host))) {
+		*why = "an IP address cannot hold '*'";
+		return -EINVAL;
+	}
 	/* A pattern of wildcards alone would be "*" written another way: say so instead. */
 	if (strspn(p.host, "*.") == strlen(p.host) && p.kind != WARD_NET_PATTERN_EXACT) {
 		*why = "a wildcard needs a domain after it ('*.example.com')";
