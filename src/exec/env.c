@@ -42,6 +42,9 @@ struct env {
 	struct var *v;
 	size_t n;
 	size_t alloc;
+	/* Values made here (the proxy variables) rather than borrowed: freed with the set. */
+	char *owned[8];
+	size_t n_owned;
 };
 
 static void env_release(struct env *e)
@@ -49,7 +52,20 @@ static void env_release(struct env *e)
 	for (size_t i = 0; i < e->n; i++)
 		free(e->v[i].name);
 	free(e->v);
+	for (size_t i = 0; i < e->n_owned; i++)
+		free(e->owned[i]);
 	*e = (struct env){0};
+}
+
+/* A value the set keeps (value is malloc()ed, owned from the call on, also on failure). */
+static char *env_own(struct env *e, char *value)
+{
+	if (!value || e->n_owned >= ELEMENTSOF(e->owned)) {
+		free(value);
+		return NULL;
+	}
+	e->owned[e->n_owned++] = value;
+	return value;
 }
 
 static struct var *env_find(struct env *e, const char *name)
@@ -176,13 +192,23 @@ static int put_proxy_env(struct env *e)
 		"BUNDLE_HTTPS_PROXY", "DOCKER_HTTP_PROXY",
 		"DOCKER_HTTPS_PROXY",
 	};
-	char http[64], socks[64], rsync[64], java[512];
 	const struct var *jt = env_find(e, "JAVA_TOOL_OPTIONS");
+	char *http = NULL, *socks = NULL, *rsync = NULL, *java = NULL;
 	int r = 0;
 
-	snprintf(http, sizeof(http), "http://127.0.0.1:%d", WARD_NET_HTTP_PORT);
-	snprintf(socks, sizeof(socks), "socks5h://127.0.0.1:%d", WARD_NET_SOCKS5_PORT);
-	snprintf(rsync, sizeof(rsync), "127.0.0.1:%d", WARD_NET_HTTP_PORT);
+	/* The values live as long as the set: env_put() keeps pointers, not copies. */
+	if (asprintf(&http, "http://127.0.0.1:%d", WARD_NET_HTTP_PORT) < 0 || !env_own(e, http) ||
+	    asprintf(&socks, "socks5h://127.0.0.1:%d", WARD_NET_SOCKS5_PORT) < 0 ||
+	    !env_own(e, socks) || asprintf(&rsync, "127.0.0.1:%d", WARD_NET_HTTP_PORT) < 0 ||
+	    !env_own(e, rsync) ||
+	    asprintf(&java,
+		     "%s%s-Dhttp.proxyHost=127.0.0.1 -Dhttp.proxyPort=%d "
+		     "-Dhttps.proxyHost=127.0.0.1 -Dhttps.proxyPort=%d "
+		     "-Dhttp.nonProxyHosts=localhost|127.0.0.1|[::1]",
+		     jt ? jt->value : "", jt && jt->value[0] ? " " : "", WARD_NET_HTTP_PORT,
+		     WARD_NET_HTTP_PORT) < 0 ||
+	    !env_own(e, java))
+		return -ENOMEM;
 	for (size_t i = 0; r >= 0 && i < ELEMENTSOF(http_names); i++)
 		r = env_put(e, http_names[i], strlen(http_names[i]), http);
 	if (r >= 0)
@@ -198,17 +224,66 @@ static int put_proxy_env(struct env *e)
 		r = env_put(e, "no_proxy", strlen("no_proxy"), "localhost,127.0.0.1,::1");
 	if (r >= 0)
 		r = env_put(e, "NODE_USE_ENV_PROXY", strlen("NODE_USE_ENV_PROXY"), "1");
-	snprintf(java, sizeof(java),
-		 "%s%s-Dhttp.proxyHost=127.0.0.1 -Dhttp.proxyPort=%d -Dhttps.proxyHost=127.0.0.1 "
-		 "-Dhttps.proxyPort=%d -Dhttp.nonProxyHosts=localhost|127.0.0.1|[::1]",
-		 jt && strlen(jt->value) < 256 ? jt->value : "",
-		 jt && jt->value[0] && strlen(jt->value) < 256 ? " " : "", WARD_NET_HTTP_PORT,
-		 WARD_NET_HTTP_PORT);
 	if (r >= 0)
 		r = env_put(e, "JAVA_TOOL_OPTIONS", strlen("JAVA_TOOL_OPTIONS"), java);
 	if (r >= 0)
 		r = env_put(e, "WARD_SANDBOX_NETWORK", strlen("WARD_SANDBOX_NETWORK"), "by-domain");
 	return r;
+}
+
+/* The set as a NULL-terminated vector of "NAME=VALUE" strings, checked against the caps. */
+static int env_export(const struct env *e, char ***ret_envp)
+{
+	size_t bytes = 0;
+	char **envp;
+
+	for (size_t i = 0; i < e->n; i++)
+		bytes += strlen(e->v[i].name) + 1 + strlen(e->v[i].value) + 1;
+	if (e->n > WARD_ENV_MAX_VARS || bytes > WARD_ENV_MAX_BYTES)
+		return -E2BIG;
+	envp = calloc(e->n + 1, sizeof(char *));
+	if (!envp)
+		return -ENOMEM;
+	for (size_t i = 0; i < e->n; i++) {
+		size_t nl = strlen(e->v[i].name), vl = strlen(e->v[i].value);
+
+		envp[i] = malloc(nl + 1 + vl + 1);
+		if (!envp[i]) {
+			strv_freep(&envp);
+			return -ENOMEM;
+		}
+		memcpy(envp[i], e->v[i].name, nl);
+		envp[i][nl] = '=';
+		memcpy(envp[i] + nl + 1, e->v[i].value, vl + 1);
+	}
+	*ret_envp = envp;
+	return 0;
+}
+
+int ward__exec_env_add_net(const struct ward_policy *p, char ***envp)
+{
+	struct env e = {0};
+	char **out = NULL;
+	int r = 0;
+
+	if (!p || !ward__policy_net_by_domain(p))
+		return 0;
+	for (char **s = *envp; s && *s && r >= 0; s++) {
+		const char *eq = strchr(*s, '=');
+
+		if (eq && eq != *s)
+			r = env_put(&e, *s, (size_t)(eq - *s), eq + 1);
+	}
+	if (r >= 0)
+		r = put_proxy_env(&e);
+	if (r >= 0)
+		r = env_export(&e, &out);
+	env_release(&e);
+	if (r < 0)
+		return r;
+	strv_freep(envp);
+	*envp = out;
+	return 0;
 }
 
 int ward__exec_env_build(const struct ward_run_options *o, const struct ward_policy *p,
@@ -217,8 +292,6 @@ int ward__exec_env_build(const struct ward_run_options *o, const struct ward_pol
 	static const struct ward_run_options defaults = {.env_inherit = WARD_ENV_INHERIT_ALL};
 	bool network_off;
 	struct env e = {0};
-	size_t bytes = 0;
-	char **envp;
 	int r;
 
 	if (!o)
@@ -260,34 +333,7 @@ int ward__exec_env_build(const struct ward_run_options *o, const struct ward_pol
 	if (r < 0)
 		goto out;
 
-	/* Hard caps on what reaches execve(): beyond them the kernel would refuse anyway (E2BIG). */
-	for (size_t i = 0; i < e.n; i++)
-		bytes += strlen(e.v[i].name) + 1 + strlen(e.v[i].value) + 1;
-	if (e.n > WARD_ENV_MAX_VARS || bytes > WARD_ENV_MAX_BYTES) {
-		r = -E2BIG;
-		goto out;
-	}
-
-	envp = calloc(e.n + 1, sizeof(char *));
-	if (!envp) {
-		r = -ENOMEM;
-		goto out;
-	}
-	for (size_t i = 0; i < e.n; i++) {
-		size_t nl = strlen(e.v[i].name), vl = strlen(e.v[i].value);
-
-		envp[i] = malloc(nl + 1 + vl + 1);
-		if (!envp[i]) {
-			strv_freep(&envp);
-			r = -ENOMEM;
-			goto out;
-		}
-		memcpy(envp[i], e.v[i].name, nl);
-		envp[i][nl] = '=';
-		memcpy(envp[i] + nl + 1, e.v[i].value, vl + 1);
-	}
-	*ret_envp = envp;
-	r = 0;
+	r = env_export(&e, ret_envp);
 out:
 	env_release(&e);
 	return r;

@@ -200,7 +200,8 @@ WARD_INTERNAL size_t ward__capture_marker(uint64_t omitted, char *out);
  *   4. the include_only patterns (when any: variables matching none are dropped);
  *   5. the set entries, which replace or add;
  *   6. WARD_SANDBOX=1, and with the network off WARD_SANDBOX_NETWORK_DISABLED=1
- *      and CODEX_SANDBOX_NETWORK_DISABLED=1.
+ *      and CODEX_SANDBOX_NETWORK_DISABLED=1; with the network by domain the
+ *      proxy variables of every common tool, pointing at the sandbox's proxy.
  * Patterns are fnmatch(3) globs on the name, case-insensitive.
  * -E2BIG beyond WARD_ENV_MAX_VARS variables or WARD_ENV_MAX_BYTES bytes.
  * *ret_envp is a NULL-terminated malloc()ed vector of malloc()ed strings
@@ -208,6 +209,12 @@ WARD_INTERNAL size_t ward__capture_marker(uint64_t omitted, char *out);
  */
 WARD_INTERNAL int ward__exec_env_build(const struct ward_run_options *o,
 				       const struct ward_policy *p, char ***ret_envp);
+/*
+ * With the network by domain, sets the proxy variables (those step 6 of
+ * ward__exec_env_build() adds) in an environment the caller built itself
+ * (ward serve's explicit env), replacing *envp. Does nothing otherwise.
+ */
+WARD_INTERNAL int ward__exec_env_add_net(const struct ward_policy *p, char ***envp);
 /* The names inherited with inherit=core, NULL-terminated. */
 WARD_INTERNAL extern const char *const ward__env_core_names[];
 

@@ -264,6 +264,14 @@ static int parse_network(json_t *v, bool *ret, struct ward_policy *q, const char
 		*ret = false; /* Codex's default: restricted. */
 		return 0;
 	}
+	/*
+	 * The profile says what the network is: it replaces the policy's host
+	 * patterns (the operator's --allow-address and --dns-server stay).
+	 */
+	free(q->allow_domains);
+	free(q->deny_domains);
+	q->allow_domains = q->deny_domains = NULL;
+	q->n_allow_domains = q->n_deny_domains = 0;
 	if (s && strcmp(s, "restricted") == 0) {
 		*ret = false;
 		return 0;

@@ -448,6 +448,85 @@ except OSError as e:
 	true
 }
 
+# ------------------------------------------------------------------ the servers
+
+# ws SERVER-ARGS... -- a Python client on the server's stdin/stdout; prints what it checks.
+serve_client() {
+	local pre=()
+	if [ -n "$AS_UID" ]; then
+		chown -R "$AS_UID:$AS_UID" "$T"
+		pre=(setpriv --reuid "$AS_UID" --regid "$AS_UID" --clear-groups --)
+	fi
+	HOME=$WS timeout 120 "${pre[@]}" $NPY -c "$1" "$WARD" "$WS" "$WORLD/ca.pem" "$INET" >"$T/out" 2>"$T/err"
+	RC=$?
+}
+
+t_serve_process_start() {
+	# ward serve: the hosts come per process, in the sandbox's permission profile.
+	serve_client '
+import json, subprocess, sys
+ward, ws, ca, inet = sys.argv[1:5]
+p = subprocess.Popen([ward, "serve", "--listen", "stdio", "--dns-server", inet + ".2",
+                      "--allow-address", inet + ".0/24"], stdin=subprocess.PIPE,
+                     stdout=subprocess.PIPE, text=True, cwd=ws)
+def send(o):
+    p.stdin.write(json.dumps(o) + "\n"); p.stdin.flush()
+send({"id": 1, "method": "initialize", "params": {"clientName": "t"}})
+send({"method": "initialized"})
+prof = {"type": "managed", "file_system": {"type": "restricted", "entries": [
+    {"path": {"type": "special", "value": {"kind": "root"}}, "access": "read"},
+    {"path": {"type": "path", "path": "file://" + ws}, "access": "write"}]},
+    "network": {"enabled": True, "allowed_domains": ["www.test"]}}
+cmd = "curl -sS --cacert %s https://www.test/hello; curl -sS --cacert %s https://denied.test/ || true" % (ca, ca)
+send({"id": 2, "method": "process/start", "params": {"processId": "p", "argv": ["/bin/sh", "-c", cmd],
+      "cwd": "file://" + ws, "env": {"PATH": "/usr/bin:/bin"}, "tty": False,
+      "sandbox": {"permissions": prof, "cwd": "file://" + ws, "windowsSandboxLevel": "disabled"}}})
+for line in p.stdout:
+    m = json.loads(line)
+    if m.get("method") == "process/output":
+        import base64
+        print("output", base64.b64decode(m["params"]["chunk"]).decode(errors="replace").strip())
+    if m.get("method") == "process/exited":
+        print("exited", json.dumps(m["params"].get("denials")))
+        break
+    if "error" in m:
+        print("error", m)
+        break
+p.stdin.close(); p.wait(timeout=20)
+'
+	expect_out "hello from $INET.13"
+	expect_out '"access": "network", "syscall": null, "error": null, "target": "denied.test:443", "reason": "not-allowed"'
+	never "$INET.14"
+}
+
+t_mcp_exec_command() {
+	# ward mcp: the hosts come from its options; the result names the refusal.
+	serve_client '
+import json, subprocess, sys
+ward, ws, ca, inet = sys.argv[1:5]
+p = subprocess.Popen([ward, "mcp", "--allow-domain", "www.test", "--dns-server", inet + ".2",
+                      "--allow-address", inet + ".0/24"], stdin=subprocess.PIPE,
+                     stdout=subprocess.PIPE, text=True, cwd=ws)
+def send(o):
+    p.stdin.write(json.dumps(o) + "\n"); p.stdin.flush()
+def recv():
+    return json.loads(p.stdout.readline())
+send({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18",
+      "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}})
+recv()
+send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+cmd = "curl -sS --cacert %s https://www.test/hello; curl -sS --cacert %s https://denied.test/ || true" % (ca, ca)
+send({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "exec_command",
+      "arguments": {"cmd": cmd, "yield_time_ms": 10000}}})
+r = recv()
+print(r["result"]["content"][0]["text"])
+p.stdin.close(); p.wait(timeout=20)
+'
+	expect_out "hello from $INET.13"
+	expect_out "Sandbox denied: network denied.test:443 (not-allowed)"
+	never "$INET.14"
+}
+
 tcase "curl over HTTPS (CONNECT) and HTTP through the proxy" t_curl_https_and_http
 tcase "a denied host fails at once, with 403, X-Proxy-Error and a denial" t_curl_denied_fails_fast
 tcase "git clone over smart HTTP" t_git_clone
@@ -464,4 +543,6 @@ tcase "garbage, CL.TE and a request smuggled in a body" t_garbage_and_smuggling
 tcase "10,000 connections" t_many_connections
 tcase "a slow-loris client" t_slow_loris
 tcase "no way around the proxy" t_udp_and_direct_blocked
+tcase "ward serve: hosts per process in the permission profile" t_serve_process_start
+tcase "ward mcp: hosts from its options, refusals in the result" t_mcp_exec_command
 finish
