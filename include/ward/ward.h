@@ -331,6 +331,15 @@ struct ward_approval_question {
 	/* The prefix WARD_REVIEW_APPROVED_EXECPOLICY_AMENDMENT would always allow, or NULL. */
 	const char *const *proposed_prefix_rule;
 	unsigned decisions; /* bit (1u << decision) for each decision that may be answered */
+	/*
+	 * A question about the network (the network by domain: a host no
+	 * pattern or rule decides, while the connection waits) names what is
+	 * reached ("https://api.example.com:443"; argv is then
+	 * ["network-access", that]) and the rule an "always" answer writes;
+	 * both NULL for a command.
+	 */
+	const char *network_target;
+	const char *proposed_network_rule;
 };
 
 /*

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "approval/approval.h"
 #include "basic/cleanup.h"
 #include "cli/cli.h"
 #include "exec/exec.h"
@@ -39,9 +40,18 @@ static void fallback_warning(const struct ward_result *res)
 		res->fallback_missing);
 }
 
+static void on_net_ready(void *userdata, struct ward_net_proxy *engine)
+{
+	struct cli_netask *c = userdata;
+
+	c->engine = engine;
+}
+
 int cli_run_capture(struct cli_run_args *a, struct ward_policy *policy,
 		    struct ward_result **ret_result)
 {
+	struct cli_netask netask = {.approver = a->approver};
+	struct ward_net_hooks net_hooks;
 	struct ward_error err = {0};
 	struct ward_result *res = NULL;
 	struct ward_cancel *cancel = NULL;
@@ -68,6 +78,14 @@ int cli_run_capture(struct cli_run_args *a, struct ward_policy *policy,
 	 * run is over, ends on its own meanwhile (a zombie until ward exits).
 	 */
 	ward__run_options_set_caller_exits(a->opts, true);
+	/* Under approvals the network by domain asks the approver (netask.c). */
+	if (a->approver) {
+		cli_netask_hooks(&netask, &net_hooks);
+		a->opts->net_hooks = &net_hooks;
+		a->opts->net_ask = ward__approval_net_may_ask(a->approver);
+		a->opts->net_ready = on_net_ready;
+		a->opts->net_ready_userdata = &netask;
+	}
 	if (a->have_timeout)
 		ward_run_options_set_timeout_ms(a->opts, a->timeout_ms);
 	if (a->stdin_inherit)
@@ -96,6 +114,10 @@ int cli_run_capture(struct cli_run_args *a, struct ward_policy *policy,
 	sigaction(SIGHUP, &old_hup, NULL);
 	run_cancel = NULL;
 	ward_cancel_free(cancel);
+	/* The hooks lived on this function's stack. */
+	a->opts->net_hooks = NULL;
+	a->opts->net_ready = NULL;
+	a->opts->net_ready_userdata = NULL;
 
 	if (r < 0) {
 		cli_report_error(&err);

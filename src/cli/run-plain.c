@@ -28,6 +28,7 @@
 #include "basic/util.h"
 #include "cli/cli.h"
 #include "exec/exec.h"
+#include "approval/approval.h"
 #include "exec/netproxy.h"
 #include "sandbox/sandbox.h"
 
@@ -188,6 +189,7 @@ int cli_run_plain(struct cli_run_args *a, struct ward_policy *policy, struct cli
 	_cleanup_close_ int sfd = -1, tfd = -1, stdin_fd = -1;
 	bool timed_out = false, stdin_open, master_open;
 	struct ward__netproxy *net = NULL;
+	struct cli_netask netask = {.approver = a->approver};
 	sigset_t set;
 	int code = WARD_EXIT_FAILURE, r;
 
@@ -256,7 +258,13 @@ int cli_run_plain(struct cli_run_args *a, struct ward_policy *policy, struct cli
 		print_fallback_warning(&sb);
 	/* The network by domain: the proxy runs here, in ward, for as long as the sandbox. */
 	if (sb.net_fd >= 0) {
-		r = ward__netproxy_start(NULL, &sb, policy, NULL, false, &net, &err);
+		struct ward_net_hooks hooks;
+
+		cli_netask_hooks(&netask, &hooks);
+		r = ward__netproxy_start(NULL, &sb, policy, a->approver ? &hooks : NULL,
+					 a->approver && ward__approval_net_may_ask(a->approver),
+					 &net, &err);
+		netask.engine = ward__netproxy_engine(net);
 		if (r < 0) {
 			ward__sandbox_release(&sb);
 			tty_restore();

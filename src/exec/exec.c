@@ -778,6 +778,7 @@ static int build_result(struct run *run, const struct ward_policy *policy, int w
 	res->landlock_abi = sb->landlock_abi;
 	res->seccomp = sb->seccomp;
 	res->network = policy->network || policy->mode == WARD_MODE_DANGER_FULL_ACCESS;
+	res->network_by_domain = ward__policy_net_by_domain(policy);
 	memcpy(res->fallback_missing, sb->fallback_missing, sizeof(res->fallback_missing));
 	res->fallback_missing[sizeof(res->fallback_missing) - 1] = '\0';
 	res->json_base64 = run->o->json_base64;
@@ -899,7 +900,10 @@ WARD_PUBLIC int ward_run(const struct ward_policy *policy, const struct ward_run
 		r = watch(&run, cancel->fd, EPOLLIN, SRC_CANCEL);
 	/* The network by domain: the proxy serves the sandbox from this loop, for as long as it lives. */
 	if (r >= 0 && run.sb.net_fd >= 0) {
-		r = ward__netproxy_start(NULL, &run.sb, policy, NULL, false, &run.net, err);
+		r = ward__netproxy_start(NULL, &run.sb, policy, opts->net_hooks, opts->net_ask,
+					 &run.net, err);
+		if (r >= 0 && opts->net_ready)
+			opts->net_ready(opts->net_ready_userdata, ward__netproxy_engine(run.net));
 		if (r >= 0)
 			r = watch(&run, ward__netproxy_fd(run.net), EPOLLIN, SRC_NET);
 	}

@@ -21,6 +21,7 @@
 
 #include "basic/buf.h"
 #include "basic/macro.h"
+#include "net/proxy.h"
 #include "sandbox/sandbox.h"
 #include "ward/ward.h"
 
@@ -88,6 +89,15 @@ struct ward_run_options {
 	 * would wait for the kernel to tear its namespaces and inotify watches down.
 	 */
 	bool caller_exits;
+	/*
+	 * Internal: the network by domain's hooks (rules, questions, the audit
+	 * log) and whether questions may be asked; NULL: the patterns alone.
+	 * The hooks' ask may be given the engine through ward_net_ready.
+	 */
+	const struct ward_net_hooks *net_hooks;
+	bool net_ask;
+	void (*net_ready)(void *userdata, struct ward_net_proxy *engine);
+	void *net_ready_userdata;
 };
 
 /* Internal: see caller_exits. */
@@ -139,6 +149,7 @@ struct ward_result {
 	int landlock_abi;
 	bool seccomp;
 	bool network;
+	bool network_by_domain; /* through ward's proxy (docs/policy.md) */
 	char fallback_missing[512]; /* empty unless running without namespaces */
 
 	bool json_base64; /* from the options: add base64 forms to the JSON */

@@ -448,6 +448,48 @@ except OSError as e:
 	true
 }
 
+# ------------------------------------------------------------------ rules and approvals
+
+t_network_rules() {
+	# network_rule lines decide what the patterns leave open: allow and deny, per protocol.
+	cat >"$WS/net.rules" <<EOF
+network_rule(host="www.test", protocol="https", decision="allow")
+network_rule(host="git.test", protocol="https", decision="deny")
+network_rule(host="www.test", protocol="http", decision="forbidden")
+EOF
+	wr -a never --rules "$WS/net.rules" --deny-domain other.test -- sh -c "${CURL[*]} https://www.test/hello; ${CURL[*]} -o /dev/null -w '%{http_code}\n' http://www.test/hello; ${CURL[*]} -o /dev/null -w '%{http_code}\n' https://git.test/"
+	expect_out "hello from $INET.13"
+	expect_err "'www.test:80' refused (denied)"
+	expect_err "'git.test:443' refused (denied)"
+	never "$INET.11"
+	# The audit log has the host, port, protocol, bytes and who decided.
+	grep -q '"event":"network","command":\["network-access","www.test:443"\].*"decision":"allow","source":"rules".*"network":{"host":"www.test","port":443,"protocol":"https","address":"'$INET'.13","bytes_out":[1-9]' "$WS/.local/state/ward/audit.jsonl" ||
+		fail "no audit line for www.test: $(head -c 2000 "$WS/.local/state/ward/audit.jsonl" 2>/dev/null)"
+}
+
+t_asked_while_waiting() {
+	local pre=() ask=$WARD_SRC/tests/helpers/pty-ask.py
+	if [ -n "$AS_UID" ]; then
+		chown -R "$AS_UID:$AS_UID" "$T"
+		pre=(setpriv --reuid "$AS_UID" --regid "$AS_UID" --clear-groups --)
+	fi
+	# "a": allowed for the session; the second connection is not asked again.
+	HOME=$WS XDG_CONFIG_HOME=$WS/.config timeout 90 "${pre[@]}" $NPY "$ask" --keys a -- "$WARD" run -a on-request \
+		--dns-server "$INET.2" --allow-address "$INET.0/24" --deny-domain denied.test -- \
+		sh -c "${CURL[*]} https://www.test/hello && ${CURL[*]} https://www.test/hello" >"$T/out" 2>"$T/err"
+	grep -q "prompts: 1" "$T/out" || fail "expected one question: $(cat "$T/out")"
+	grep -q "https://www.test:443" "$T/out" || fail "the question does not name the host: $(cat "$T/out")"
+	[ "$(grep -c "hello from $INET.13" "$T/out")" = 2 ] || fail "both connections should pass: $(cat "$T/out")"
+	# "p": always, written as a network_rule line; "n": refused, as asked-denied.
+	HOME=$WS XDG_CONFIG_HOME=$WS/.config timeout 90 "${pre[@]}" $NPY "$ask" --keys pn -- "$WARD" run -a on-request \
+		--dns-server "$INET.2" --allow-address "$INET.0/24" --deny-domain denied.test -- \
+		sh -c "${CURL[*]} https://git.test/git/repo.git/info/refs; ${CURL[*]} -i https://registry.test/npm/x" >"$T/out" 2>"$T/err"
+	grep -q "prompts: 2" "$T/out" || fail "expected two questions: $(cat "$T/out")"
+	grep -rq 'network_rule(host="git.test", protocol="https", decision="allow")' "$WS/.config/ward/rules" ||
+		fail "no rule written: $(cat "$WS"/.config/ward/rules/* 2>/dev/null)"
+	grep -q "refused (asked-denied)" "$T/out" "$T/err" || fail "no asked-denied refusal: $(cat "$T/out" "$T/err")"
+}
+
 # ------------------------------------------------------------------ the servers
 
 # ws SERVER-ARGS... -- a Python client on the server's stdin/stdout; prints what it checks.
@@ -543,6 +585,8 @@ tcase "garbage, CL.TE and a request smuggled in a body" t_garbage_and_smuggling
 tcase "10,000 connections" t_many_connections
 tcase "a slow-loris client" t_slow_loris
 tcase "no way around the proxy" t_udp_and_direct_blocked
+tcase "network_rule lines allow and deny, and the audit log has every host" t_network_rules
+tcase "a person is asked while the connection waits: once, session, always, no" t_asked_while_waiting
 tcase "ward serve: hosts per process in the permission profile" t_serve_process_start
 tcase "ward mcp: hosts from its options, refusals in the result" t_mcp_exec_command
 finish
