@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "approval/approval.h"
 #include "basic/error.h"
 #include "basic/loop.h"
 #include "basic/util.h"
@@ -253,6 +254,17 @@ static void on_signal(struct ward__loop *l, const struct signalfd_siginfo *si, v
 	begin_drain(userdata, 0);
 }
 
+static enum ward_net_decision on_net_decide(void *userdata, const struct ward_net_target *t,
+					    const char **ret_by)
+{
+	return ward__approval_net_decide(userdata, t, ret_by);
+}
+
+static void on_net_event(void *userdata, const struct ward_net_event *ev)
+{
+	ward__approval_net_audit(userdata, ev);
+}
+
 int ward__mcp_serve(const struct ward__mcp_config *cfg, int in_fd, int out_fd,
 		    struct ward_error *err)
 {
@@ -272,12 +284,20 @@ int ward__mcp_serve(const struct ward__mcp_config *cfg, int in_fd, int out_fd,
 		.max_depth = WARD_RPC_DEFAULT_MAX_DEPTH,
 		.max_values = WARD_RPC_DEFAULT_MAX_VALUES,
 	};
+	/*
+	 * With an approver the network by domain follows its rules and logs
+	 * every host. Questions are not asked over MCP yet: what no pattern or
+	 * rule allows is refused (docs/approvals.md).
+	 */
+	const struct ward_net_hooks net_hooks = {
+		.decide = on_net_decide, .event = on_net_event, .userdata = cfg->approver};
 	struct ward__sessions_config sc = {
 		.policy = cfg->policy,
 		.env = cfg->env,
 		.max_sessions = cfg->max_sessions,
 		.shell = cfg->shell,
 		.login = cfg->login,
+		.net_hooks = cfg->approver ? &net_hooks : NULL,
 	};
 	struct mcp m = {.cfg = cfg};
 	int r;

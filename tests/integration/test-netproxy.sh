@@ -448,6 +448,21 @@ except OSError as e:
 	true
 }
 
+t_refused_without_namespaces() {
+	# A host that refuses user namespaces (hardened-wrapper, as an unprivileged user):
+	# the domains cannot be enforced, so ward refuses to run rather than pretend.
+	[ -x "$HARDENED" ] || skip "hardened-wrapper is missing"
+	mkdir -p "$T/bin"
+	ln -s "$HARDENED" "$T/bin/ward"
+	printf '%s\n%s\n' "$WARD" "--userns-only" >"$T/bin/ward.conf"
+	chown -R 65534:65534 "$T"
+	HOME=$WS timeout 60 setpriv --reuid 65534 --regid 65534 --clear-groups -- "$T/bin/ward" run \
+		--allow-domain www.test -- true >"$T/out" 2>"$T/err"
+	RC=$?
+	expect_rc 125
+	expect_err "need a network namespace"
+}
+
 # ------------------------------------------------------------------ rules and approvals
 
 t_network_rules() {
@@ -585,6 +600,7 @@ tcase "garbage, CL.TE and a request smuggled in a body" t_garbage_and_smuggling
 tcase "10,000 connections" t_many_connections
 tcase "a slow-loris client" t_slow_loris
 tcase "no way around the proxy" t_udp_and_direct_blocked
+tcase "refused where the sandbox has no network namespace" t_refused_without_namespaces
 tcase "network_rule lines allow and deny, and the audit log has every host" t_network_rules
 tcase "a person is asked while the connection waits: once, session, always, no" t_asked_while_waiting
 tcase "ward serve: hosts per process in the permission profile" t_serve_process_start
