@@ -313,12 +313,13 @@ int ward__net_pattern_parse(const char *text, bool deny, struct ward__net_patter
 			    const char **why)
 {
 	struct ward__net_pattern p = {.kind = WARD_NET_PATTERN_EXACT};
-	char host[WARD_NET_HOST_MAX + 8];
+	char host[WARD_NET_HOST_MAX + 16];
 	const char *h, *colon;
 	size_t hl;
 
 	*why = "not a host pattern";
-	if (!text || !*text || strlen(text) > WARD_NET_HOST_MAX + 8)
+	/* The host part is copied below: the whole text must fit, with its NUL. */
+	if (!text || !*text || strlen(text) >= sizeof(host))
 		return -EINVAL;
 	if (text[0] == '[') {
 		const char *close = strchr(text, ']');
