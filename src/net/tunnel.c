@@ -131,8 +131,12 @@ static int dir_read(struct ward__tunnel *t, struct dir *d, size_t *ret_n)
 	return 0;
 }
 
-/* Moves what it can in one direction; 0 when it has to wait, -errno when the tunnel is broken. */
-static int pump(struct ward__tunnel *t, struct dir *d)
+/*
+ * Moves what it can in one direction; 0 when it has to wait, -errno when the
+ * tunnel is broken. Reads only when may_read (the source polled readable):
+ * a direction that never gets data never makes its pipe.
+ */
+static int pump(struct ward__tunnel *t, struct dir *d, bool may_read)
 {
 	size_t budget = PUMP_BUDGET;
 
@@ -150,7 +154,7 @@ static int pump(struct ward__tunnel *t, struct dir *d)
 			d->done = true;
 			break;
 		}
-		if (budget == 0)
+		if (budget == 0 || !may_read)
 			return 0;
 		r = dir_read(t, d, &n);
 		if (r < 0)
@@ -227,9 +231,9 @@ static void on_io(struct ward__loop *l, int fd, uint32_t events, void *userdata)
 	}
 	/* Reading side s (EPOLLIN, or EPOLLHUP which may still have data), writing side s. */
 	if (events & (EPOLLIN | EPOLLHUP))
-		r = pump(t, &t->d[s]);
+		r = pump(t, &t->d[s], true);
 	if (r == 0 && (events & (EPOLLOUT | EPOLLHUP)))
-		r = pump(t, &t->d[1 - s]);
+		r = pump(t, &t->d[1 - s], false);
 	if (r == 0 && over(t)) {
 		finish(t, 0);
 		return;
@@ -300,9 +304,9 @@ int ward__tunnel_new(struct ward__loop *l, const struct ward__tunnel_opts *o,
 		r = ward__loop_add_io(l, t->fd[s], 0, on_io, t, &t->io[s]);
 	if (r >= 0) {
 		/* The first bytes go out now; what cannot waits for EPOLLOUT. */
-		r = pump(t, &t->d[0]);
+		r = pump(t, &t->d[0], false);
 		if (r >= 0)
-			r = pump(t, &t->d[1]);
+			r = pump(t, &t->d[1], false);
 		if (r >= 0)
 			r = update(t);
 	}
