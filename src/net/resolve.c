@@ -43,6 +43,7 @@ struct ward__resolver {
 	struct ward__loop *loop;
 	ares_channel channel;
 	bool have_channel;
+	char csv[INET6_ADDRSTRLEN + 16]; /* the named server, or empty: the host's */
 	struct sock socks[MAX_SOCKS];
 	uint64_t timer;
 	uint64_t next_id;
@@ -105,6 +106,8 @@ static void reschedule(struct ward__resolver *r)
 
 	ward__loop_del_timer(r->loop, r->timer);
 	r->timer = 0;
+	if (!r->have_channel)
+		return;
 	t = ares_timeout(r->channel, NULL, &tv);
 	if (!t)
 		return;
@@ -160,47 +163,58 @@ static int server_csv(const char *server, char *buf, size_t size)
 	return 0;
 }
 
-int ward__resolver_new(struct ward__loop *l, const char *server, struct ward__resolver **ret,
-		       struct ward_error *err)
+/*
+ * The channel is made at the first lookup, not with the resolver: c-ares
+ * reads the host's resolver configuration when it starts, and a sandbox
+ * that never connects anywhere (most commands) should not pay for it at
+ * its launch.
+ */
+static int channel_start(struct ward__resolver *r)
 {
 	static bool library_ready;
-	struct ward__resolver *r;
 	struct ares_options o = {
 		.flags = ARES_FLAG_NOSEARCH,
 		.timeout = 3000,
 		.tries = 2,
 		.sock_state_cb = on_sock_state,
+		.sock_state_cb_data = r,
 		.lookups = (char *)"b",
 	};
 	int mask = ARES_OPT_FLAGS | ARES_OPT_TIMEOUTMS | ARES_OPT_TRIES | ARES_OPT_SOCK_STATE_CB;
-	char csv[INET6_ADDRSTRLEN + 16];
+
+	if (r->have_channel)
+		return 0;
+	if (!library_ready) {
+		if (ares_library_init(ARES_LIB_INIT_ALL) != ARES_SUCCESS)
+			return -EIO;
+		library_ready = true;
+	}
+	/* A named server alone decides: the host's /etc/hosts must not answer for it. */
+	if (r->csv[0])
+		mask |= ARES_OPT_LOOKUPS;
+	if (ares_init_options(&r->channel, &o, mask) != ARES_SUCCESS)
+		return -EIO;
+	r->have_channel = true;
+	if (r->csv[0] && ares_set_servers_ports_csv(r->channel, r->csv) != ARES_SUCCESS)
+		return -EIO;
+	return 0;
+}
+
+int ward__resolver_new(struct ward__loop *l, const char *server, struct ward__resolver **ret,
+		       struct ward_error *err)
+{
+	struct ward__resolver *r;
+	char csv[INET6_ADDRSTRLEN + 16] = "";
 
 	if (server && server_csv(server, csv, sizeof(csv)) < 0)
 		return ward__error(err, -EINVAL, "net",
 				   "not a DNS server address '%s' (IP or IP:PORT)", server);
-	if (!library_ready) {
-		if (ares_library_init(ARES_LIB_INIT_ALL) != ARES_SUCCESS)
-			return ward__error(err, -EIO, "net", "cannot start the resolver (c-ares)");
-		library_ready = true;
-	}
 	r = calloc(1, sizeof(*r));
 	if (!r)
 		return -ENOMEM;
 	r->loop = l;
 	r->next_id = 1;
-	o.sock_state_cb_data = r;
-	/* A named server alone decides: the host's /etc/hosts must not answer for it. */
-	if (server)
-		mask |= ARES_OPT_LOOKUPS;
-	if (ares_init_options(&r->channel, &o, mask) != ARES_SUCCESS) {
-		free(r);
-		return ward__error(err, -EIO, "net", "cannot start the resolver (c-ares)");
-	}
-	r->have_channel = true;
-	if (server && ares_set_servers_ports_csv(r->channel, csv) != ARES_SUCCESS) {
-		ward__resolver_free(r);
-		return ward__error(err, -EINVAL, "net", "cannot use DNS server '%s'", server);
-	}
+	snprintf(r->csv, sizeof(r->csv), "%s", csv);
 	*ret = r;
 	return 0;
 }
@@ -274,8 +288,12 @@ int ward__resolver_lookup(struct ward__resolver *r, const char *name, ward__reso
 			  void *userdata, uint64_t *ret_id)
 {
 	struct ares_addrinfo_hints hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM};
-	struct lookup *k = calloc(1, sizeof(*k));
+	struct lookup *k;
+	int e = channel_start(r);
 
+	if (e < 0)
+		return e;
+	k = calloc(1, sizeof(*k));
 	if (!k)
 		return -ENOMEM;
 	k->r = r;

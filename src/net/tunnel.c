@@ -26,11 +26,21 @@
 #define PUMP_BUDGET ((size_t)1 << 20)
 #define COPY_BUF ((size_t)16 << 10)
 #define SPLICE_CHUNK ((size_t)1 << 16)
+/*
+ * A direction that has moved this much is a bulk transfer: its pipe grows
+ * to BULK_PIPE, so each wake-up moves sixteen times more per splice pair.
+ * Still one bounded kernel buffer per direction; connections that move
+ * little keep the kernel's default pipe.
+ */
+#define BULK_AFTER ((uint64_t)1 << 20)
+#define BULK_PIPE ((size_t)1 << 20)
 
 struct dir {
 	int src, dst;
 	int pipe[2];
 	size_t in_pipe;
+	size_t pipe_size; /* what one splice into the pipe may move */
+	bool bulk_tried; /* the pipe was grown for a bulk transfer (or could not be) */
 	uint8_t *buf; /* bytes to write first, or the copy buffer of a framed body */
 	size_t buf_off, buf_len;
 	bool eof; /* nothing more will be read */
@@ -118,10 +128,21 @@ static int dir_read(struct ward__tunnel *t, struct dir *d, size_t *ret_n)
 		*ret_n = (size_t)n;
 		return 0;
 	}
-	if (d->pipe[0] < 0 && pipe2(d->pipe, O_CLOEXEC | O_NONBLOCK) < 0)
-		return -errno;
+	if (d->pipe[0] < 0) {
+		if (pipe2(d->pipe, O_CLOEXEC | O_NONBLOCK) < 0)
+			return -errno;
+		d->pipe_size = SPLICE_CHUNK;
+	}
+	if (d->bytes >= BULK_AFTER && !d->bulk_tried) {
+		/* Past the per-user pipe budget the kernel says no: the default pipe still works. */
+		int sz = fcntl(d->pipe[1], F_SETPIPE_SZ, (int)BULK_PIPE);
+
+		d->bulk_tried = true;
+		if (sz > 0)
+			d->pipe_size = (size_t)sz;
+	}
 	/* The pipe is empty here (a direction reads only after it wrote everything). */
-	n = splice(d->src, NULL, d->pipe[1], NULL, SPLICE_CHUNK, SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+	n = splice(d->src, NULL, d->pipe[1], NULL, d->pipe_size, SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
 	if (n < 0)
 		return errno == EAGAIN || errno == EINTR ? 0 : -errno;
 	if (n == 0)
