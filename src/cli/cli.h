@@ -66,11 +66,10 @@ struct cli_run_args {
  * The network by domain under approvals (netask.c): the proxy's hooks that
  * decide from the approver's rules and session answers, ask on the terminal
  * while the connection waits, and write every host to the audit log. The
- * context lives as long as the run; set engine once the proxy exists.
+ * context lives as long as the run.
  */
 struct cli_netask {
 	struct ward_approver *approver;
-	struct ward_net_proxy *engine;
 };
 void cli_netask_hooks(struct cli_netask *c, struct ward_net_hooks *ret);
 

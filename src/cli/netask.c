@@ -19,7 +19,8 @@ static enum ward_net_decision on_decide(void *userdata, const struct ward_net_ta
 	return ward__approval_net_decide(c->approver, t, ret_by);
 }
 
-static int on_ask(void *userdata, uint64_t id, const struct ward_net_target *t)
+static int on_ask(void *userdata, struct ward_net_proxy *px, uint64_t id,
+		  const struct ward_net_target *t)
 {
 	struct cli_netask *c = userdata;
 	struct ward__net_question nq;
@@ -28,7 +29,7 @@ static int on_ask(void *userdata, uint64_t id, const struct ward_net_target *t)
 	const char *notice = NULL;
 	bool allow;
 
-	if (!c->engine || !ward__approval_net_may_ask(c->approver))
+	if (!ward__approval_net_may_ask(c->approver))
 		return -EOPNOTSUPP;
 	ward__approval_net_question(c->approver, t, &nq);
 	cli_ask_tty(&asker, &nq.q, &d);
@@ -37,7 +38,7 @@ static int on_ask(void *userdata, uint64_t id, const struct ward_net_target *t)
 	allow = ward__approval_net_answered(c->approver, t, d, &notice);
 	if (notice)
 		cli_errorf("run: %s", notice);
-	ward__net_proxy_answer(c->engine, id, allow, asker.why[0] ? "nobody" : "person");
+	ward__net_proxy_answer(px, id, allow, asker.why[0] ? "nobody" : "person");
 	return 0;
 }
 

@@ -40,13 +40,6 @@ static void fallback_warning(const struct ward_result *res)
 		res->fallback_missing);
 }
 
-static void on_net_ready(void *userdata, struct ward_net_proxy *engine)
-{
-	struct cli_netask *c = userdata;
-
-	c->engine = engine;
-}
-
 int cli_run_capture(struct cli_run_args *a, struct ward_policy *policy,
 		    struct ward_result **ret_result)
 {
@@ -83,8 +76,6 @@ int cli_run_capture(struct cli_run_args *a, struct ward_policy *policy,
 		cli_netask_hooks(&netask, &net_hooks);
 		a->opts->net_hooks = &net_hooks;
 		a->opts->net_ask = ward__approval_net_may_ask(a->approver);
-		a->opts->net_ready = on_net_ready;
-		a->opts->net_ready_userdata = &netask;
 	}
 	if (a->have_timeout)
 		ward_run_options_set_timeout_ms(a->opts, a->timeout_ms);
@@ -116,8 +107,6 @@ int cli_run_capture(struct cli_run_args *a, struct ward_policy *policy,
 	ward_cancel_free(cancel);
 	/* The hooks lived on this function's stack. */
 	a->opts->net_hooks = NULL;
-	a->opts->net_ready = NULL;
-	a->opts->net_ready_userdata = NULL;
 
 	if (r < 0) {
 		cli_report_error(&err);

@@ -264,7 +264,6 @@ int cli_run_plain(struct cli_run_args *a, struct ward_policy *policy, struct cli
 		r = ward__netproxy_start(NULL, &sb, policy, a->approver ? &hooks : NULL,
 					 a->approver && ward__approval_net_may_ask(a->approver),
 					 &net, &err);
-		netask.engine = ward__netproxy_engine(net);
 		if (r < 0) {
 			ward__sandbox_release(&sb);
 			tty_restore();

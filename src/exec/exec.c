@@ -902,8 +902,6 @@ WARD_PUBLIC int ward_run(const struct ward_policy *policy, const struct ward_run
 	if (r >= 0 && run.sb.net_fd >= 0) {
 		r = ward__netproxy_start(NULL, &run.sb, policy, opts->net_hooks, opts->net_ask,
 					 &run.net, err);
-		if (r >= 0 && opts->net_ready)
-			opts->net_ready(opts->net_ready_userdata, ward__netproxy_engine(run.net));
 		if (r >= 0)
 			r = watch(&run, ward__netproxy_fd(run.net), EPOLLIN, SRC_NET);
 	}

@@ -92,12 +92,9 @@ struct ward_run_options {
 	/*
 	 * Internal: the network by domain's hooks (rules, questions, the audit
 	 * log) and whether questions may be asked; NULL: the patterns alone.
-	 * The hooks' ask may be given the engine through ward_net_ready.
 	 */
 	const struct ward_net_hooks *net_hooks;
 	bool net_ask;
-	void (*net_ready)(void *userdata, struct ward_net_proxy *engine);
-	void *net_ready_userdata;
 };
 
 /* Internal: see caller_exits. */

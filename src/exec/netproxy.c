@@ -30,13 +30,22 @@ static enum ward_net_decision on_decide(void *userdata, const struct ward_net_ta
 	return np->caller.decide(np->caller.userdata, t, ret_by);
 }
 
-static int on_ask(void *userdata, uint64_t id, const struct ward_net_target *t)
+static int on_ask(void *userdata, struct ward_net_proxy *px, uint64_t id,
+		  const struct ward_net_target *t)
 {
 	struct ward__netproxy *np = userdata;
 
 	if (!np->caller.ask)
 		return -EOPNOTSUPP;
-	return np->caller.ask(np->caller.userdata, id, t);
+	return np->caller.ask(np->caller.userdata, px, id, t);
+}
+
+static void on_cancelled(void *userdata, struct ward_net_proxy *px, uint64_t id)
+{
+	struct ward__netproxy *np = userdata;
+
+	if (np->caller.cancelled)
+		np->caller.cancelled(np->caller.userdata, px, id);
 }
 
 static void on_event(void *userdata, const struct ward_net_event *ev)
@@ -134,7 +143,8 @@ int ward__netproxy_start(struct ward__loop *loop, struct ward__sandbox *sb,
 		.dns_server = p->dns_server,
 		.ask = ask,
 	};
-	struct ward_net_hooks own = {.decide = on_decide, .ask = on_ask, .event = on_event};
+	struct ward_net_hooks own = {
+		.decide = on_decide, .ask = on_ask, .cancelled = on_cancelled, .event = on_event};
 	struct ward__netproxy *np;
 	int r;
 

@@ -254,17 +254,6 @@ static void on_signal(struct ward__loop *l, const struct signalfd_siginfo *si, v
 	begin_drain(userdata, 0);
 }
 
-static enum ward_net_decision on_net_decide(void *userdata, const struct ward_net_target *t,
-					    const char **ret_by)
-{
-	return ward__approval_net_decide(userdata, t, ret_by);
-}
-
-static void on_net_event(void *userdata, const struct ward_net_event *ev)
-{
-	ward__approval_net_audit(userdata, ev);
-}
-
 int ward__mcp_serve(const struct ward__mcp_config *cfg, int in_fd, int out_fd,
 		    struct ward_error *err)
 {
@@ -285,12 +274,11 @@ int ward__mcp_serve(const struct ward__mcp_config *cfg, int in_fd, int out_fd,
 		.max_values = WARD_RPC_DEFAULT_MAX_VALUES,
 	};
 	/*
-	 * With an approver the network by domain follows its rules and logs
-	 * every host. Questions are not asked over MCP yet: what no pattern or
-	 * rule allows is refused (docs/approvals.md).
+	 * With an approver the network by domain follows its rules, asks the
+	 * person through elicitation while a connection waits (netask.c) and
+	 * logs every host.
 	 */
-	const struct ward_net_hooks net_hooks = {
-		.decide = on_net_decide, .event = on_net_event, .userdata = cfg->approver};
+	struct ward_net_hooks net_hooks;
 	struct ward__sessions_config sc = {
 		.policy = cfg->policy,
 		.env = cfg->env,
@@ -298,10 +286,12 @@ int ward__mcp_serve(const struct ward__mcp_config *cfg, int in_fd, int out_fd,
 		.shell = cfg->shell,
 		.login = cfg->login,
 		.net_hooks = cfg->approver ? &net_hooks : NULL,
+		.net_ask = cfg->approver && ward__approval_net_may_ask(cfg->approver),
 	};
 	struct mcp m = {.cfg = cfg};
 	int r;
 
+	ward__mcp_net_hooks(&m, &net_hooks);
 	r = ward__rpc_codec_init(&m.codec, WARD_RPC_JSONRPC2, &rl);
 	if (r < 0)
 		return ward__error(err, r, "mcp", "cannot set up the JSON-RPC codec: %m");
@@ -331,6 +321,7 @@ out:
 		ward__mcp_pending_free(&m, m.pending);
 	}
 	ward__sessions_free(m.sessions);
+	ward__mcp_net_drop(&m);
 	ward__loop_del_timer(m.loop, m.drain_timer);
 	if (m.conn) {
 		ward__lineconn_flush(m.conn, 2000);

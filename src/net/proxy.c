@@ -516,7 +516,7 @@ static void conn_ask(struct conn *c)
 	c->q = q;
 	q->waiters = c;
 	/* The hook may answer before it returns (nobody can be asked): the id says whether it did. */
-	if (px->np.hooks.ask(px->np.hooks.userdata, id, &t) < 0)
+	if (px->np.hooks.ask(px->np.hooks.userdata, px, id, &t) < 0)
 		ward__net_proxy_answer(px, id, false, "nobody could be asked");
 }
 
@@ -941,6 +941,8 @@ void ward__net_proxy_free(struct ward_net_proxy *px)
 		struct question *q = px->questions;
 
 		px->questions = q->next;
+		if (px->np.hooks.cancelled)
+			px->np.hooks.cancelled(px->np.hooks.userdata, px, q->id);
 		free(q);
 	}
 	for (size_t i = 0; i < px->n_listeners; i++) {

@@ -130,7 +130,13 @@ struct ward_net_hooks {
 	 * Returns 0 when the question is on its way, -errno when it cannot be
 	 * asked (the connection is refused at once as asked-denied).
 	 */
-	int (*ask)(void *userdata, uint64_t id, const struct ward_net_target *t);
+	int (*ask)(void *userdata, struct ward_net_proxy *px, uint64_t id,
+		   const struct ward_net_target *t);
+	/*
+	 * The proxy is going (its sandbox ended) while question id waits: the
+	 * asker drops it, and must not answer it. NULL: nothing to drop.
+	 */
+	void (*cancelled)(void *userdata, struct ward_net_proxy *px, uint64_t id);
 	/* Each event (see above). NULL: none reported. */
 	void (*event)(void *userdata, const struct ward_net_event *ev);
 	void *userdata;

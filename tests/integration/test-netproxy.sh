@@ -590,6 +590,48 @@ p.stdin.close(); p.wait(timeout=20)
 	never "$INET.14"
 }
 
+t_mcp_asks_through_elicitation() {
+	# ward mcp -a: a host no pattern decides is asked about through elicitation while the
+	# connection waits; two connections to it share the one question; "no" refuses.
+	serve_client '
+import json, subprocess, sys
+ward, ws, ca, inet = sys.argv[1:5]
+p = subprocess.Popen([ward, "mcp", "-a", "on-request", "--deny-domain", "denied.test",
+                      "--dns-server", inet + ".2", "--allow-address", inet + ".0/24"],
+                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, cwd=ws)
+def send(o):
+    p.stdin.write(json.dumps(o) + "\n"); p.stdin.flush()
+send({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18",
+      "capabilities": {"elicitation": {}}, "clientInfo": {"name": "t", "version": "1"}}})
+p.stdout.readline()
+send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+def call(cid, cmd, decision):
+    send({"jsonrpc": "2.0", "id": cid, "method": "tools/call", "params": {"name": "exec_command",
+          "arguments": {"cmd": cmd, "yield_time_ms": 20000}}})
+    asked = 0
+    while True:
+        m = json.loads(p.stdout.readline())
+        if m.get("method") == "elicitation/create":
+            asked += 1
+            print("question:", m["params"]["message"].splitlines()[0])
+            send({"jsonrpc": "2.0", "id": m["id"], "result": {"action": "accept",
+                  "content": {"decision": decision}}})
+        elif m.get("id") == cid:
+            print("questions", asked)
+            print(m["result"]["content"][0]["text"])
+            return
+cmd = "curl -sS --cacert %s https://www.test/hello & curl -sS --cacert %s https://www.test/hello; wait" % (ca, ca)
+call(2, cmd, "approved_for_session")
+call(3, "curl -sS --cacert %s https://git.test/hello || true" % ca, "denied")
+p.stdin.close(); p.wait(timeout=20)
+'
+	expect_out "question: A command wants to reach https://www.test:443"
+	[ "$(grep -c "hello from $INET.13" "$T/out")" = 2 ] || fail "both connections should pass: $(cat "$T/out")"
+	grep -q "^questions 1$" "$T/out" || fail "expected one shared question: $(cat "$T/out")"
+	expect_out "Sandbox denied: network git.test:443 (asked-denied)"
+	! grep -q "^$INET.11 .*GET /hello" "$WORLD/requests" || fail "the refused host was reached"
+}
+
 tcase "curl over HTTPS (CONNECT) and HTTP through the proxy" t_curl_https_and_http
 tcase "a denied host fails at once, with 403, X-Proxy-Error and a denial" t_curl_denied_fails_fast
 tcase "git clone over smart HTTP" t_git_clone
@@ -611,4 +653,5 @@ tcase "network_rule lines allow and deny, and the audit log has every host" t_ne
 tcase "a person is asked while the connection waits: once, session, always, no" t_asked_while_waiting
 tcase "ward serve: hosts per process in the permission profile" t_serve_process_start
 tcase "ward mcp: hosts from its options, refusals in the result" t_mcp_exec_command
+tcase "ward mcp -a: questions through elicitation while the connection waits" t_mcp_asks_through_elicitation
 finish

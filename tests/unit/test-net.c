@@ -529,7 +529,7 @@ static void answer_later(struct ward__loop *l, void *ud)
 	ward__net_proxy_answer(the_proxy, last_question, answer_allow, "person");
 }
 
-static int on_ask(void *ud, uint64_t id, const struct ward_net_target *t)
+static int on_ask(void *ud, struct ward_net_proxy *px, uint64_t id, const struct ward_net_target *t)
 {
 	struct ward__loop *l = ud;
 	uint64_t timer;
