@@ -80,6 +80,8 @@ static enum ward_net_listener_kind kind_of(char tag)
 		return WARD_NET_LISTEN_DNS_TCP;
 	case WARD_NETFD_POOL:
 		return WARD_NET_LISTEN_POOL;
+	case WARD_NETFD_SOCKS5_UDP:
+		return WARD_NET_LISTEN_SOCKS5_UDP;
 	default:
 		return 0;
 	}

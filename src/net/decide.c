@@ -128,7 +128,8 @@ enum ward__net_outcome ward__net_policy_decide(struct ward__net_policy *np,
 		*ret_by = by;
 		return WARD_NET_OUTCOME_DENY;
 	}
-	if (v == WARD_NET_ALLOW) {
+	/* A host pattern allows streams; datagrams need a socks5_udp rule (udp.c). */
+	if (v == WARD_NET_ALLOW && t->protocol != WARD_NET_PROTO_SOCKS5_UDP) {
 		*ret_by = by;
 		return WARD_NET_OUTCOME_ALLOW;
 	}
@@ -146,7 +147,9 @@ enum ward__net_outcome ward__net_policy_decide(struct ward__net_policy *np,
 		}
 	}
 	*ret_by = "policy";
-	if (np->ask && np->hooks.ask && t->protocol != WARD_NET_PROTO_DNS)
+	/* A datagram cannot wait for a person; a DNS question is answered before any port is known. */
+	if (np->ask && np->hooks.ask && t->protocol != WARD_NET_PROTO_DNS &&
+	    t->protocol != WARD_NET_PROTO_SOCKS5_UDP)
 		return WARD_NET_OUTCOME_ASK;
 	*ret_reason = WARD_NET_REASON_NOT_ALLOWED;
 	return WARD_NET_OUTCOME_DENY;

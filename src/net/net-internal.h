@@ -124,6 +124,28 @@ WARD_INTERNAL bool ward__net_policy_address_ok(const struct ward__net_policy *np
 WARD_INTERNAL void ward__net_policy_report(struct ward__net_policy *np,
 					   const struct ward_net_event *ev);
 
+/* ------------------------------------------------------------ udp.c */
+
+/*
+ * SOCKS5's UDP relay: the sandbox's UDP socket and one association per
+ * UDP ASSOCIATE control connection (see udp.c for what is allowed).
+ */
+struct ward__udp;
+struct ward__udp_assoc;
+WARD_INTERNAL int ward__udp_new(struct ward__loop *l, struct ward__net_policy *np,
+				struct ward__resolver *r, struct ward__udp **ret);
+WARD_INTERNAL void ward__udp_free(struct ward__udp *u);
+/* Serves the sandbox's bound UDP socket; owns fd (closed on failure). */
+WARD_INTERNAL int ward__udp_add_socket(struct ward__udp *u, int fd);
+/* Whether datagrams can be relayed, and where clients send them (the socket's address). */
+WARD_INTERNAL bool ward__udp_available(const struct ward__udp *u, struct ward__net_addr *ret_addr,
+				       uint16_t *ret_port);
+/* An association; client_port 0: it belongs to the first client port that sends. */
+WARD_INTERNAL int ward__udp_associate(struct ward__udp *u, uint16_t client_port,
+				      struct ward__udp_assoc **ret);
+/* The control connection ended: the association goes, its destinations are reported. */
+WARD_INTERNAL void ward__udp_release(struct ward__udp_assoc *as);
+
 /* ------------------------------------------------------------ stub.c */
 
 /*

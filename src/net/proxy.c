@@ -83,6 +83,7 @@ struct conn {
 	int up_error;
 	char address[INET6_ADDRSTRLEN];
 	struct ward__tunnel *tunnel;
+	struct ward__udp_assoc *assoc; /* a SOCKS5 UDP ASSOCIATE's control connection */
 };
 
 struct question {
@@ -106,6 +107,7 @@ struct ward_net_proxy {
 	struct ward__net_policy np;
 	struct ward__resolver *resolver;
 	struct ward__stub *stub;
+	struct ward__udp *udp;
 	struct listener **listeners;
 	size_t n_listeners;
 	struct conn *conns;
@@ -650,6 +652,46 @@ static void http_head_done(struct conn *c, const uint8_t *rest, size_t rest_len)
 	conn_decide(c);
 }
 
+/* The control connection of an association: it only has to stay open; its end ends it. */
+static void on_udp_control(struct ward__loop *l, int fd, uint32_t events, void *userdata)
+{
+	struct conn *c = userdata;
+	char drop[256];
+	ssize_t n = recv(fd, drop, sizeof(drop), MSG_DONTWAIT);
+
+	if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR) || (events & EPOLLERR))
+		conn_free(c);
+}
+
+/*
+ * UDP ASSOCIATE: the client sends its datagrams to the relay's address on
+ * the sandbox's loopback, as long as this connection stays open (RFC 1928
+ * section 7). Which datagrams go anywhere is udp.c's to decide, each.
+ */
+static void socks_udp(struct conn *c)
+{
+	struct ward__net_addr bound;
+	uint16_t bport;
+	uint8_t reply[22];
+	size_t n;
+
+	if (!ward__udp_available(c->px->udp, &bound, &bport) ||
+	    ward__udp_associate(c->px->udp, c->socks->port, &c->assoc) < 0) {
+		socks_refuse(c, WARD_SOCKS5_CMD_UNSUPPORTED);
+		return;
+	}
+	n = ward__socks5_reply(WARD_SOCKS5_OK, &bound, bport, reply);
+	free(c->socks);
+	c->socks = NULL;
+	ward__loop_del_io(c->px->loop, c->io);
+	ward__loop_del_timer(c->px->loop, c->timer);
+	c->io = c->timer = 0;
+	c->st = ST_TUNNEL;
+	if (send(c->fd, reply, n, MSG_DONTWAIT | MSG_NOSIGNAL) != (ssize_t)n ||
+	    ward__loop_add_io(c->px->loop, c->fd, EPOLLIN, on_udp_control, c, &c->io) < 0)
+		conn_free(c);
+}
+
 static void socks_done(struct conn *c, const uint8_t *rest, size_t rest_len)
 {
 	struct ward__socks5 *s = c->socks;
@@ -657,8 +699,7 @@ static void socks_done(struct conn *c, const uint8_t *rest, size_t rest_len)
 	c->port = s->port;
 	c->proto = WARD_NET_PROTO_SOCKS5_TCP;
 	if (s->cmd == WARD_SOCKS5_CMD_UDP) {
-		/* The UDP relay is not offered: clients fall back to TCP or fail clearly. */
-		socks_refuse(c, WARD_SOCKS5_CMD_UNSUPPORTED);
+		socks_udp(c);
 		return;
 	}
 	if (ward__net_host_normalize(s->host, strlen(s->host), false, c->host) < 0) {
@@ -764,6 +805,7 @@ static void conn_free(struct conn *c)
 	if (c->up >= 0)
 		close(c->up);
 	ward__tunnel_free(c->tunnel);
+	ward__udp_release(c->assoc);
 	if (c->http) {
 		ward__http_parser_release(c->http);
 		free(c->http);
@@ -923,6 +965,8 @@ int ward__net_proxy_new(struct ward__loop *loop, const struct ward_net_settings 
 	r = ward__resolver_new(loop, s->dns_server, &px->resolver, err);
 	if (r >= 0)
 		r = ward__stub_new(loop, &px->np, &px->stub);
+	if (r >= 0)
+		r = ward__udp_new(loop, &px->np, px->resolver, &px->udp);
 	if (r < 0) {
 		ward__net_proxy_free(px);
 		return r;
@@ -953,6 +997,7 @@ void ward__net_proxy_free(struct ward_net_proxy *px)
 	}
 	free(px->listeners);
 	ward__stub_free(px->stub);
+	ward__udp_free(px->udp);
 	ward__resolver_free(px->resolver);
 	ward__net_policy_release(&px->np);
 	free(px);
@@ -970,8 +1015,7 @@ int ward__net_proxy_add_listener(struct ward_net_proxy *px, enum ward_net_listen
 	case WARD_NET_LISTEN_DNS_TCP:
 		return ward__stub_add_tcp(px->stub, fd);
 	case WARD_NET_LISTEN_SOCKS5_UDP:
-		close(fd);
-		return -EOPNOTSUPP;
+		return ward__udp_add_socket(px->udp, fd);
 	case WARD_NET_LISTEN_HTTP:
 	case WARD_NET_LISTEN_SOCKS5:
 	case WARD_NET_LISTEN_POOL:

@@ -4,7 +4,8 @@
  * the sandbox's own (empty) network namespace before it becomes init:
  *
  *   - the listening sockets of ward's proxy on the sandbox's loopback (HTTP
- *     on 127.0.0.1:3128, SOCKS5 on 127.0.0.1:1080, the DNS stub on
+ *     on 127.0.0.1:3128, SOCKS5 on 127.0.0.1:1080 and its UDP relay on the
+ *     same port over UDP, the DNS stub on
  *     127.0.0.1:53 over UDP and TCP), each handed to ward at once over the
  *     sandbox's net socket and closed here: nothing inside the sandbox holds
  *     them, every byte sent to them is read by ward, outside;
@@ -120,6 +121,7 @@ int ward__netns_setup(int net_fd, struct ward_error *err)
 	} ls[] = {
 		{WARD_NETFD_HTTP, SOCK_STREAM, WARD_NET_HTTP_PORT},
 		{WARD_NETFD_SOCKS5, SOCK_STREAM, WARD_NET_SOCKS5_PORT},
+		{WARD_NETFD_SOCKS5_UDP, SOCK_DGRAM, WARD_NET_SOCKS5_PORT},
 		{WARD_NETFD_DNS_UDP, SOCK_DGRAM, 53},
 		{WARD_NETFD_DNS_TCP, SOCK_STREAM, 53},
 	};

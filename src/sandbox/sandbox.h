@@ -599,6 +599,7 @@ enum {
 	WARD_NETFD_DNS_UDP = 'D',
 	WARD_NETFD_DNS_TCP = 'T',
 	WARD_NETFD_POOL = 'P',
+	WARD_NETFD_SOCKS5_UDP = 'U', /* SOCKS5's UDP relay, 127.0.0.1:1080 over UDP */
 };
 /* In the sandbox's network namespace: the pool's route, the listeners, sent over net_fd. */
 WARD_INTERNAL int ward__netns_setup(int net_fd, struct ward_error *err);

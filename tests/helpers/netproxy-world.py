@@ -11,6 +11,8 @@ answering by path:
   /simple/<name>/         a pip simple index page, /files/<file> the file
   /big?bytes=N            N bytes of zeros (the throughput figure)
 
+and a UDP echo on port 7 of every address (logged as "<address> udp <bytes>").
+
 Every request is logged as one line, "<local address> <Host> <method> <path>",
 to the log file, so a test can assert which "host" saw what (and that a
 denied one saw nothing).
@@ -24,6 +26,7 @@ several addresses is answered with one of them in turn (rebinding).
 import argparse
 import http.server
 import os
+import socket
 import socketserver
 import ssl
 import subprocess
@@ -198,6 +201,20 @@ def main():
     if a.dns:
         DNSServer(Zone(a.zone), address=a.dns, port=53).start_thread()
         DNSServer(Zone(a.zone), address=a.dns, port=53, tcp=True).start_thread()
+    def udp_echo():
+        u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        u.setsockopt(socket.IPPROTO_IP, 8, 1)  # IP_PKTINFO: answer from the address asked
+        u.bind(("0.0.0.0", 7))
+        while True:
+            data, anc, _, peer = u.recvmsg(65535, 1024)
+            local = "?"
+            for level, kind, value in anc:
+                if level == socket.IPPROTO_IP and kind == 8:
+                    local = socket.inet_ntoa(value[8:12])
+            with Handler.log_lock, open(Handler.log_path, "a") as f:
+                f.write("%s udp %d\n" % (local, len(data)))
+            u.sendmsg([data], anc, 0, peer)
+    threading.Thread(target=udp_echo, daemon=True).start()
     plain = Server(("0.0.0.0", a.http_port), Handler)
     tls = Server(("0.0.0.0", a.https_port), Handler)
     ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)

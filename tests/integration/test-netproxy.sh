@@ -511,6 +511,41 @@ t_asked_while_waiting() {
 	grep -q "refused (asked-denied)" "$T/out" "$T/err" || fail "no asked-denied refusal: $(cat "$T/out" "$T/err")"
 }
 
+t_socks5_udp() {
+	# Datagrams only where a network_rule allows socks5_udp; a host pattern is not enough.
+	cat >"$WS/udp.rules" <<EOF
+network_rule(host="www.test", protocol="socks5_udp", decision="allow")
+EOF
+	cat >"$WS/udp.py" <<'EOF'
+import socket, struct
+c = socket.create_connection(("127.0.0.1", 1080), timeout=10)
+c.sendall(b"\x05\x01\x00"); assert c.recv(2) == b"\x05\x00"
+c.sendall(b"\x05\x03\x00\x01\x00\x00\x00\x00\x00\x00")
+r = c.recv(10)
+print("associate", r[1])
+relay = (socket.inet_ntoa(r[4:8]), struct.unpack(">H", r[8:10])[0])
+u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); u.settimeout(3)
+for host in (b"www.test", b"other.test"):
+    hdr = b"\x00\x00\x00\x03" + bytes([len(host)]) + host + struct.pack(">H", 7)
+    u.sendto(hdr + b"ping " + host, relay)
+    try:
+        data, _ = u.recvfrom(2048)
+        print("reply", data[10:].decode())
+    except socket.timeout:
+        print("no reply from", host.decode())
+EOF
+	wr -a never --rules "$WS/udp.rules" --allow-domain www.test --allow-domain other.test -- $NPY "$WS/udp.py"
+	expect_out "associate 0"
+	expect_out "reply ping www.test"
+	expect_out "no reply from other.test"
+	expect_err "'other.test:7' refused (not-allowed)"
+	grep -q "^$INET.13 udp " "$WORLD/requests" || fail "the echo got nothing"
+	grep -q "^$INET.15 udp " "$WORLD/requests" && fail "a host without a socks5_udp rule got a datagram"
+	# Without the rule, the pattern alone does not let datagrams out.
+	wr --allow-domain www.test -- $NPY "$WS/udp.py"
+	expect_out "no reply from www.test"
+}
+
 # ------------------------------------------------------------------ the servers
 
 # ws SERVER-ARGS... -- a Python client on the server's stdin/stdout; prints what it checks.
@@ -644,6 +679,7 @@ tcase "CONNECT to a denied host through an allowed one" t_connect_through_allowe
 tcase "names resolving to 127.0.0.1 and 169.254.169.254 are refused" t_non_public_names
 tcase "DNS rebinding between the check and the connect" t_rebinding
 tcase "SOCKS5 with an address literal" t_socks_address_literal
+tcase "SOCKS5 UDP only where a rule allows socks5_udp" t_socks5_udp
 tcase "garbage, CL.TE and a request smuggled in a body" t_garbage_and_smuggling
 tcase "10,000 connections" t_many_connections
 tcase "a slow-loris client" t_slow_loris
