@@ -999,6 +999,19 @@ int ward__approval_ran(struct ward__approval_step *s, const struct ward__approva
 	}
 	/* A sandbox denial: the sandbox's own report, and a command that failed because of it. */
 	denied = o->denied && o->exit_code != 0 && !o->timed_out && !o->cancelled;
+	/*
+	 * Refusals of the network by domain alone are the allowlist doing its
+	 * work (and were asked about as network questions where people are
+	 * asked): a retry outside the sandbox would give the whole network,
+	 * the opposite of what the policy says. They are not offered one.
+	 */
+	if (denied && o->denials_dropped == 0) {
+		bool other = o->n_denials == 0;
+
+		for (size_t i = 0; i < o->n_denials && !other; i++)
+			other = !o->denials[i].reason[0];
+		denied = other;
+	}
 	/* Codex's wants_no_sandbox_approval: on-request and never return the denial as it is. */
 	wants_retry = s->a->mode == WARD_APPROVAL_UNTRUSTED ||
 		(s->a->mode == WARD_APPROVAL_GRANULAR && s->a->granular.sandbox_approval);

@@ -108,6 +108,23 @@ static void show(FILE *f, const struct ward_approval_question *q)
 	while (q->argv[n])
 		n++;
 	cmd = ward__shell_join(q->argv, n);
+	if (q->network_target) {
+		/* The network by domain: a host no pattern or rule decides, its connection waiting. */
+		fprintf(f,
+			"\r\nward: the command wants to reach a host (its connection waits)\r\n");
+		field(f, "host", q->network_target, 600);
+		field(f, "reason", q->reason, 1000);
+		fputs("  [y] yes, once   [a] yes, for this session   ", f);
+		if (q->proposed_network_rule &&
+		    (q->decisions & (1u << WARD_REVIEW_APPROVED_EXECPOLICY_AMENDMENT))) {
+			_cleanup_free_ char *safe = cli_sanitize(q->proposed_network_rule, 600);
+
+			fprintf(f, "[p] yes, always (%s)   ", safe ? safe : "?");
+		}
+		fputs("[n] no   [q] abort\r\n> ", f);
+		fflush(f);
+		return;
+	}
 	fprintf(f, "\r\nward: %s\r\n",
 		q->retry ? "the sandbox denied this command; run it again OUTSIDE the sandbox?"
 			: q->unsandboxed ? "approval needed to run this command OUTSIDE the sandbox"

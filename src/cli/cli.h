@@ -17,6 +17,7 @@
 #include <getopt.h>
 
 #include "basic/macro.h"
+#include "net/proxy.h"
 #include "ward/ward.h"
 
 #define WARD_EXIT_TIMEOUT 124
@@ -54,7 +55,23 @@ struct cli_run_args {
 	struct ward_approval_request *approval_req; /* created by the first per-call option */
 	const char *prefix_rule[65]; /* --prefix-rule words, NULL-terminated */
 	size_t n_prefix_rule;
+	/*
+	 * While the approval runner runs the command: its approver, which the
+	 * network by domain asks (netask.c); NULL otherwise.
+	 */
+	struct ward_approver *approver;
 };
+
+/*
+ * The network by domain under approvals (netask.c): the proxy's hooks that
+ * decide from the approver's rules and session answers, ask on the terminal
+ * while the connection waits, and write every host to the audit log. The
+ * context lives as long as the run.
+ */
+struct cli_netask {
+	struct ward_approver *approver;
+};
+void cli_netask_hooks(struct cli_netask *c, struct ward_net_hooks *ret);
 
 /* What a plain run reports for the approval runner (run-plain.c). */
 struct cli_run_report {

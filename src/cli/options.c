@@ -41,6 +41,10 @@ enum {
 	OPT_DENY_READ,
 	OPT_NETWORK,
 	OPT_ALLOW_UNIX_SOCKET,
+	OPT_ALLOW_DOMAIN,
+	OPT_DENY_DOMAIN,
+	OPT_ALLOW_ADDRESS,
+	OPT_DNS_SERVER,
 	OPT_POLICY,
 	OPT_EXCLUDE_SLASH_TMP,
 	OPT_EXCLUDE_TMPDIR,
@@ -76,6 +80,10 @@ static const struct option run_options[] = {
 	{"deny-read", required_argument, NULL, OPT_DENY_READ},
 	{"network", required_argument, NULL, OPT_NETWORK},
 	{"allow-unix-socket", required_argument, NULL, OPT_ALLOW_UNIX_SOCKET},
+	{"allow-domain", required_argument, NULL, OPT_ALLOW_DOMAIN},
+	{"deny-domain", required_argument, NULL, OPT_DENY_DOMAIN},
+	{"allow-address", required_argument, NULL, OPT_ALLOW_ADDRESS},
+	{"dns-server", required_argument, NULL, OPT_DNS_SERVER},
 	{"policy", required_argument, NULL, OPT_POLICY},
 	{"exclude-slash-tmp", no_argument, NULL, OPT_EXCLUDE_SLASH_TMP},
 	{"exclude-tmpdir-env-var", no_argument, NULL, OPT_EXCLUDE_TMPDIR},
@@ -269,6 +277,27 @@ static int parse_args(int argc, char **argv, const char *verb, bool allow_run_op
 			r = ward_policy_add_unix_socket(a->policy, optarg);
 			if (r < 0)
 				return fail_path(verb, "--allow-unix-socket", optarg, r);
+			break;
+		case OPT_ALLOW_DOMAIN:
+		case OPT_DENY_DOMAIN:
+		case OPT_ALLOW_ADDRESS:
+		case OPT_DNS_SERVER:
+			r = c == OPT_ALLOW_DOMAIN
+				? ward_policy_add_allow_domain(a->policy, optarg, &err)
+				: c == OPT_DENY_DOMAIN
+				? ward_policy_add_deny_domain(a->policy, optarg, &err)
+				: c == OPT_ALLOW_ADDRESS
+				? ward_policy_add_allow_address(a->policy, optarg, &err)
+				: ward_policy_set_dns_server(a->policy, optarg, &err);
+			if (r < 0) {
+				cli_errorf("%s: --%s: %s", verb,
+					   c == OPT_ALLOW_DOMAIN	    ? "allow-domain"
+						   : c == OPT_DENY_DOMAIN   ? "deny-domain"
+						   : c == OPT_ALLOW_ADDRESS ? "allow-address"
+									    : "dns-server",
+					   err.message);
+				return -1;
+			}
 			break;
 		case OPT_POLICY:
 			r = ward_policy_load_file(a->policy, optarg, &err);

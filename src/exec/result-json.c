@@ -281,6 +281,8 @@ static int denials_json(struct ward__buf *b, const struct ward_result *res)
 			r = kv_str(b, "error", ename);
 		if (r >= 0)
 			r = kv_str(b, "target", d->target ? d->target : "");
+		if (r >= 0 && d->reason[0])
+			r = kv_str(b, "reason", d->reason);
 		if (r >= 0)
 			r = ward__buf_append_byte(b, '}');
 	}
@@ -402,7 +404,9 @@ WARD_PUBLIC int ward_result_to_json(const struct ward_result *result, char **ret
 			&b,
 			",\"sandbox\":{\"isolation\":\"%s\",\"landlock_abi\":%d,\"seccomp\":%s,\"network\":\"%s\"",
 			isolation(res), res->landlock_abi, res->seccomp ? "true" : "false",
-			res->network ? "on" : "off");
+			res->network			 ? "on"
+				: res->network_by_domain ? "by-domain"
+							 : "off");
 	if (r >= 0)
 		r = kv_str(&b, "fallback_missing",
 			   res->fallback_missing[0] ? res->fallback_missing : NULL);

@@ -546,8 +546,11 @@ void ward__mcp_handle_response(struct mcp *m, const struct ward__rpc_msg *msg)
 			ap = p->ap;
 			break;
 		}
-	if (!ap)
-		return; /* An answer to a question withdrawn meanwhile, or to nothing. */
+	if (!ap) {
+		/* A network question's answer, or one to a question withdrawn meanwhile, or to nothing. */
+		ward__mcp_net_response(m, msg);
+		return;
+	}
 	stop_asking(m, ap);
 	if (msg->kind == WARD_RPC_ERROR) {
 		_cleanup_free_ char *why = NULL;

@@ -52,6 +52,8 @@ WARD_PUBLIC int ward_policy_copy(const struct ward_policy *src, struct ward_poli
 		r = strv_copy(&p->deny_read, &src->deny_read);
 	if (r >= 0)
 		r = strv_copy(&p->unix_sockets, &src->unix_sockets);
+	if (r >= 0)
+		r = ward__policy_copy_net(p, src);
 	if (r < 0) {
 		ward_policy_free(p);
 		return r;
@@ -112,7 +114,8 @@ int ward__policy_fingerprint(const struct ward_policy *p, struct ward__buf *b)
 			   (uint64_t)p->mode | (uint64_t)p->network << 8 |
 				   (uint64_t)p->require_isolation << 9 |
 				   (uint64_t)p->exclude_slash_tmp << 10 |
-				   (uint64_t)p->exclude_tmpdir_env_var << 11);
+				   (uint64_t)p->exclude_tmpdir_env_var << 11 |
+				   (uint64_t)ward__policy_net_by_domain(p) << 12);
 	if (r >= 0)
 		r = fp_str(b, p->resolved_cwd);
 	if (r >= 0)

@@ -22,6 +22,8 @@ struct parsed {
 	char *cwd;
 	bool network, exclude_slash_tmp, exclude_tmpdir_env_var, require_isolation;
 	struct ward__strv writable, protect, deny_read, sockets;
+	struct ward__strv allow_domains, deny_domains, allow_addresses;
+	char *dns_server;
 };
 
 static void parsed_release(struct parsed *x)
@@ -31,6 +33,10 @@ static void parsed_release(struct parsed *x)
 	ward__strv_release(&x->protect);
 	ward__strv_release(&x->deny_read);
 	ward__strv_release(&x->sockets);
+	ward__strv_release(&x->allow_domains);
+	ward__strv_release(&x->deny_domains);
+	ward__strv_release(&x->allow_addresses);
+	free(x->dns_server);
 }
 
 #define FAIL(field, ...)                                                                    \
@@ -103,6 +109,50 @@ static int get_paths(json_t *v, const char *field, struct ward__strv *out, const
 	return 0;
 }
 
+/*
+ * "allow_domains", "deny_domains" (host patterns) or "allow_addresses"
+ * (ranges): each entry checked here, so that a bad one names its field and
+ * index before anything is merged.
+ */
+static int get_net_list(json_t *v, const char *field, struct ward__strv *out, const char *origin,
+			struct ward_error *err)
+{
+	bool addresses = strcmp(field, "allow_addresses") == 0;
+	size_t i;
+	json_t *e;
+
+	if (!json_is_array(v))
+		FAIL(field, "expected an array of strings");
+	if (json_array_size(v) > (addresses ? WARD_NET_MAX_CIDRS : WARD_NET_MAX_PATTERNS))
+		FAIL(field, "more than %d entries",
+		     addresses ? WARD_NET_MAX_CIDRS : WARD_NET_MAX_PATTERNS);
+	json_array_foreach(v, i, e)
+	{
+		struct ward__net_pattern np;
+		struct ward__net_cidr c;
+		const char *why = "not an address or range";
+		const char *str = json_string_value(e);
+		int r;
+
+		if (!str || strlen(str) != json_string_length(e))
+			return ward__error(err, -EINVAL, "policy",
+					   "policy '%s': field \"%s\"[%zu]: expected a string",
+					   origin, field, i);
+		r = addresses ? ward__net_cidr_parse(str, &c)
+			      : ward__net_pattern_parse(str, strcmp(field, "deny_domains") == 0,
+							&np, &why);
+		if (r < 0)
+			return ward__error(err, -EINVAL, "policy",
+					   "policy '%s': field \"%s\"[%zu]: '%.200s': %s", origin,
+					   field, i, str, why);
+		/* The list holds at most the patterns' own cap, above the paths' one. */
+		r = ward__strv_push_unbounded(out, str);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
 static int parse_own(json_t *root, struct parsed *x, const char *origin, struct ward_error *err)
 {
 	const char *key;
@@ -139,6 +189,20 @@ static int parse_own(json_t *root, struct parsed *x, const char *origin, struct 
 			r = get_paths(v, key, &x->deny_read, origin, err);
 		} else if (strcmp(key, "allow_unix_sockets") == 0) {
 			r = get_paths(v, key, &x->sockets, origin, err);
+		} else if (strcmp(key, "allow_domains") == 0) {
+			r = get_net_list(v, key, &x->allow_domains, origin, err);
+		} else if (strcmp(key, "deny_domains") == 0) {
+			r = get_net_list(v, key, &x->deny_domains, origin, err);
+		} else if (strcmp(key, "allow_addresses") == 0) {
+			r = get_net_list(v, key, &x->allow_addresses, origin, err);
+		} else if (strcmp(key, "dns_server") == 0) {
+			if (!json_is_string(v) || json_string_length(v) == 0 ||
+			    json_string_length(v) > 64)
+				FAIL(key, "expected an address (IP or IP:PORT)");
+			free(x->dns_server);
+			x->dns_server = strdup(json_string_value(v));
+			if (!x->dns_server)
+				return -ENOMEM;
 		} else if (strcmp(key, "network") == 0) {
 			if (json_is_boolean(v))
 				x->network = json_is_true(v);
@@ -278,6 +342,7 @@ WARD_PUBLIC int ward_policy_load_json(struct ward_policy *p, const char *json, s
 {
 	json_auto_t *root = NULL;
 	struct parsed x = {0};
+	const char *why = "out of memory";
 	json_error_t je;
 	int r;
 
@@ -325,6 +390,27 @@ WARD_PUBLIC int ward_policy_load_json(struct ward_policy *p, const char *json, s
 	    (r = merge_list(&p->unix_sockets, &x.sockets)) < 0) {
 		ward__error(err, r, "policy", "policy '%s': %m", origin);
 		goto out;
+	}
+	if (p->n_allow_domains + x.allow_domains.n > WARD_NET_MAX_PATTERNS ||
+	    p->n_deny_domains + x.deny_domains.n > WARD_NET_MAX_PATTERNS ||
+	    p->n_allow_addresses + x.allow_addresses.n > WARD_NET_MAX_CIDRS) {
+		r = ward__error(err, -E2BIG, "policy", "policy '%s': too many host patterns",
+				origin);
+		goto out;
+	}
+	for (size_t i = 0; r >= 0 && i < x.allow_domains.n; i++)
+		r = ward__policy_add_domain(p, x.allow_domains.v[i], false, &why);
+	for (size_t i = 0; r >= 0 && i < x.deny_domains.n; i++)
+		r = ward__policy_add_domain(p, x.deny_domains.v[i], true, &why);
+	for (size_t i = 0; r >= 0 && i < x.allow_addresses.n; i++)
+		r = ward__policy_add_address(p, x.allow_addresses.v[i], &why);
+	if (r < 0) {
+		ward__error(err, r, "policy", "policy '%s': %s", origin, why);
+		goto out;
+	}
+	if (x.dns_server) {
+		free(p->dns_server);
+		p->dns_server = TAKE_PTR(x.dns_server);
 	}
 	if (x.has_mode)
 		p->mode = x.mode;
@@ -418,9 +504,32 @@ json_t *ward__policy_to_json(const struct ward_policy *p)
 		json_array_append_new(deny, j);
 	}
 	json_object_set_new(o, "deny_read", deny);
-	json_object_set_new(
-		o, "network",
-		json_string(p->network || p->mode == WARD_MODE_DANGER_FULL_ACCESS ? "on" : "off"));
+	json_object_set_new(o, "network",
+			    json_string(p->network || p->mode == WARD_MODE_DANGER_FULL_ACCESS ? "on"
+						: ward__policy_net_by_domain(p) ? "by-domain"
+										: "off"));
+	if (ward__policy_net_by_domain(p)) {
+		json_t *allow = json_array(), *denyl = json_array(), *addrs = json_array();
+		char buf[WARD_NET_HOST_MAX + 16];
+
+		for (size_t i = 0; allow && i < p->n_allow_domains; i++) {
+			ward__net_pattern_format(&p->allow_domains[i], buf, sizeof(buf));
+			json_array_append_new(allow, json_string(buf));
+		}
+		for (size_t i = 0; denyl && i < p->n_deny_domains; i++) {
+			ward__net_pattern_format(&p->deny_domains[i], buf, sizeof(buf));
+			json_array_append_new(denyl, json_string(buf));
+		}
+		for (size_t i = 0; addrs && i < p->n_allow_addresses; i++) {
+			ward__net_cidr_format(&p->allow_addresses[i], buf, sizeof(buf));
+			json_array_append_new(addrs, json_string(buf));
+		}
+		json_object_set_new(o, "allow_domains", allow);
+		json_object_set_new(o, "deny_domains", denyl);
+		json_object_set_new(o, "allow_addresses", addrs);
+		json_object_set_new(o, "dns_server",
+				    p->dns_server ? json_string(p->dns_server) : json_null());
+	}
 	for (size_t i = 0; i < p->n_sockets; i++)
 		json_array_append_new(socks, json_string(p->sockets[i].path));
 	json_object_set_new(o, "allow_unix_sockets", socks);

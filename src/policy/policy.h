@@ -16,6 +16,7 @@
 #include <sys/types.h>
 
 #include "basic/macro.h"
+#include "net/net.h"
 #include "ward/ward.h"
 
 /*
@@ -82,6 +83,20 @@ struct ward_policy {
 	struct ward__strv unix_sockets;
 	bool network;
 	bool network_set; /* network was given explicitly (setter, --network, JSON) */
+	/*
+	 * The network by domain (--allow-domain, --deny-domain): with any
+	 * pattern, the sandbox keeps its empty network namespace (network stays
+	 * false) and reaches the network only through ward's proxy (src/net),
+	 * which allows what the patterns (and the rules, and a person) allow.
+	 */
+	struct ward__net_pattern *allow_domains;
+	size_t n_allow_domains;
+	struct ward__net_pattern *deny_domains;
+	size_t n_deny_domains;
+	/* Non-public ranges the proxy may connect to anyway (--allow-address). */
+	struct ward__net_cidr *allow_addresses;
+	size_t n_allow_addresses;
+	char *dns_server; /* the server the proxy resolves with (--dns-server), or NULL */
 	bool exclude_slash_tmp;
 	bool exclude_tmpdir_env_var;
 	bool require_isolation;
@@ -100,8 +115,29 @@ struct ward_policy {
 		notes; /* human-readable notes from resolution ("skipped missing root ...") */
 };
 
+/* Whether the network is by domain: reached only through ward's proxy. */
+static inline bool ward__policy_net_by_domain(const struct ward_policy *p)
+{
+	return p->n_allow_domains + p->n_deny_domains > 0;
+}
+/*
+ * Adds a host pattern (deny: to the deny list) or an address range, as the
+ * options and the JSON forms give them. -EINVAL with *why (static) for a
+ * malformed one, -E2BIG past the caps; a pattern already there is not
+ * added twice.
+ */
+WARD_INTERNAL int ward__policy_add_domain(struct ward_policy *p, const char *pattern, bool deny,
+					  const char **why);
+WARD_INTERNAL int ward__policy_add_address(struct ward_policy *p, const char *cidr,
+					   const char **why);
+/* Copies the network-by-domain settings of src into p (replacing p's). */
+WARD_INTERNAL int ward__policy_copy_net(struct ward_policy *p, const struct ward_policy *src);
+WARD_INTERNAL void ward__policy_release_net(struct ward_policy *p);
+
 /* strv helpers: bounded by WARD_POLICY_MAX_PATHS. */
 WARD_INTERNAL int ward__strv_push(struct ward__strv *v, const char *s);
+/* Without the cap: for lists whose caller enforces a cap of its own. */
+WARD_INTERNAL int ward__strv_push_unbounded(struct ward__strv *v, const char *s);
 WARD_INTERNAL void ward__strv_release(struct ward__strv *v);
 WARD_INTERNAL bool ward__strv_contains(const struct ward__strv *v, const char *s);
 

@@ -729,6 +729,15 @@ static int resolve(struct ward_policy *p, struct ward_error *err)
 	if (!p->resolved_cwd)
 		return -ENOMEM;
 
+	/* The network by domain is the proxy's: the sandbox's own network must stay off. */
+	if (ward__policy_net_by_domain(p) && p->mode == WARD_MODE_DANGER_FULL_ACCESS)
+		return ward__error(
+			err, -EINVAL, "policy",
+			"danger-full-access runs without a sandbox: --allow-domain and --deny-domain cannot be enforced");
+	if (ward__policy_net_by_domain(p) && p->network_set && p->network)
+		return ward__error(
+			err, -EINVAL, "policy",
+			"--network on gives the whole network: it cannot go with --allow-domain or --deny-domain (which keep the network off but for the hosts they allow)");
 	if (p->mode == WARD_MODE_DANGER_FULL_ACCESS) {
 		/* No sandbox at all: refuse what the user asked for and would not get. */
 		if (p->deny_read.n > 0 || p->protect.n > 0)

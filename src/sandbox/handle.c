@@ -189,12 +189,23 @@ static void wait_init_dead(struct ward__sandbox *sb, int timeout_ms)
 }
 
 /* A change the guard saw or repaired: a denial (not a refused syscall: syscall and error empty). */
+void ward__sandbox_add_net_denial(struct ward__sandbox *sb, const char *target, const char *reason)
+{
+	size_t before = sb->n_denials;
+
+	add_denial(sb, "network", "", 0, target);
+	if (sb->n_denials > before)
+		snprintf(sb->denials[before].reason, sizeof(sb->denials[before].reason), "%s",
+			 reason);
+}
+
 static void add_guard_denial(struct ward__sandbox *sb, const char *access, const char *path)
 {
 	if (!path || !path[0])
 		return;
 	for (size_t i = 0; i < sb->n_denials; i++)
-		if (!sb->denials[i].syscall[0] && strcmp(sb->denials[i].target, path) == 0)
+		if (!sb->denials[i].syscall[0] && !sb->denials[i].reason[0] &&
+		    strcmp(sb->denials[i].target, path) == 0)
 			return;
 	add_denial(sb, access, "", 0, path);
 }
@@ -264,7 +275,8 @@ static void guard_trip(struct ward__sandbox *sb, const char *access, const char 
 	ward__guard_restore(priv->guard, guard_report, sb, sb->guard_left, sizeof(sb->guard_left));
 	/* Nothing seen nor restored: lost events (a flood of them) stopped the run; say so. */
 	for (size_t i = 0; i < sb->n_denials; i++)
-		if (!sb->denials[i].syscall[0] && sb->denials[i].error == 0)
+		if (!sb->denials[i].syscall[0] && sb->denials[i].error == 0 &&
+		    !sb->denials[i].reason[0])
 			return;
 	add_guard_denial(sb, "write",
 			 "(events about protected paths were lost: inotify queue overflow)");
@@ -412,7 +424,8 @@ void ward__sandbox_reset(struct ward__sandbox *sb)
 				     .guard_fd = -1,
 				     .life_fd = -1,
 				     .ctl_fd = -1,
-				     .pty_master = -1};
+				     .pty_master = -1,
+				     .net_fd = -1};
 }
 
 static void release(struct ward__sandbox *sb, bool reap)
@@ -433,6 +446,8 @@ static void release(struct ward__sandbox *sb, bool reap)
 		close(sb->life_fd);
 	if (sb->pty_master >= 0)
 		close(sb->pty_master);
+	if (sb->net_fd >= 0)
+		close(sb->net_fd);
 	if (sb->ctl_fd >= 0)
 		close(sb->ctl_fd);
 	for (size_t i = 0; i < sb->n_denials; i++)
@@ -468,9 +483,12 @@ void ward__sandbox_close(struct ward__sandbox *sb)
 		close(sb->life_fd);
 	if (sb->pty_master >= 0)
 		close(sb->pty_master);
+	if (sb->net_fd >= 0)
+		close(sb->net_fd);
 	if (sb->ctl_fd >= 0)
 		close(sb->ctl_fd);
 	sb->pidfd = sb->report_fd = sb->life_fd = sb->pty_master = sb->guard_fd = sb->ctl_fd = -1;
+	sb->net_fd = -1;
 	if (priv)
 		ward__guard_free(priv->guard); /* its watches, or its own instance */
 	free(priv);

@@ -86,6 +86,8 @@ struct ward__sessions {
 	char *cwd;
 	char *shell;
 	bool login;
+	const struct ward_net_hooks *net_hooks;
+	bool net_ask;
 	size_t max;
 	struct session **by_id; /* indexed by id - WARD_SESSION_ID_MIN */
 	struct session *head; /* every session, newest first */

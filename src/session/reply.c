@@ -49,9 +49,13 @@ char *ward__session_reply_text(const struct ward__session_reply *r)
 	if (q >= 0 && r->note)
 		q = ward__buf_printf(&b, "Note: %s\n", r->note);
 	for (size_t i = 0; q >= 0 && i < r->n_denials; i++)
-		q = ward__buf_printf(&b, "Sandbox denied: %s %s%s%s (%s)\n", r->denials[i].access,
-				     r->denials[i].target, r->denials[i].syscall[0] ? " by " : "",
-				     r->denials[i].syscall, denial_errno_name(r->denials[i].error));
+		q = r->denials[i].reason[0]
+			? ward__buf_printf(&b, "Sandbox denied: network %s (%s)\n",
+					   r->denials[i].target, r->denials[i].reason)
+			: ward__buf_printf(
+				  &b, "Sandbox denied: %s %s%s%s (%s)\n", r->denials[i].access,
+				  r->denials[i].target, r->denials[i].syscall[0] ? " by " : "",
+				  r->denials[i].syscall, denial_errno_name(r->denials[i].error));
 	if (q >= 0 && r->denials_dropped)
 		q = ward__buf_printf(&b, "Sandbox denied: %zu more\n", r->denials_dropped);
 	if (q >= 0)
@@ -72,9 +76,10 @@ static json_t *denial_line(const struct ward__denial *x)
 	json_t *v;
 
 	ward__buf_init(&b, strlen(x->target) + 256);
-	if (ward__buf_printf(&b, "%s %s%s%s (%s)", x->access, x->target,
-			     x->syscall[0] ? " by " : "", x->syscall,
-			     denial_errno_name(x->error)) < 0) {
+	if ((x->reason[0] ? ward__buf_printf(&b, "network %s (%s)", x->target, x->reason)
+			  : ward__buf_printf(&b, "%s %s%s%s (%s)", x->access, x->target,
+					     x->syscall[0] ? " by " : "", x->syscall,
+					     denial_errno_name(x->error))) < 0) {
 		ward__buf_release(&b);
 		return NULL;
 	}

@@ -70,6 +70,13 @@ struct ward__sessions_config {
 	size_t max_sessions; /* 0: WARD_SESSIONS_DEFAULT_MAX */
 	const char *shell; /* default shell; NULL: $SHELL, else /bin/bash, else /bin/sh */
 	int login; /* default for `login`: 1 (bash -lc), 0 (-c); -1: 1 */
+	/*
+	 * The network by domain: the proxies' hooks (the approver's rules and
+	 * audit log) and whether they may ask; NULL: the patterns alone. Must
+	 * outlive the store.
+	 */
+	const struct ward_net_hooks *net_hooks;
+	bool net_ask;
 };
 
 struct ward__exec_args {

@@ -170,6 +170,8 @@ int ward__sessions_new(struct ward__loop *l, const struct ward__sessions_config 
 	s->loop = l;
 	s->max = c->max_sessions ? c->max_sessions : WARD_SESSIONS_DEFAULT_MAX;
 	s->login = c->login != 0;
+	s->net_hooks = c->net_hooks;
+	s->net_ask = c->net_ask;
 	/* Untouched pages of this table cost nothing: only used ids are ever written. */
 	s->by_id = calloc(ID_SLOTS, sizeof(*s->by_id));
 	s->shell = default_shell(c->shell);
@@ -362,6 +364,8 @@ static int start_session(struct ward__sessions *s, const struct ward__exec_args 
 	argv[3] = NULL;
 	spec.policy = se->policy;
 	spec.pool = s->pool;
+	spec.net_hooks = s->net_hooks;
+	spec.net_ask = s->net_ask;
 	spec.argv = argv;
 	spec.cwd = se->workdir;
 	if (a->unsandboxed || a->policy) {

@@ -568,6 +568,27 @@ TEST(untrusted_retry_denied)
 	teardown(&f);
 }
 
+/*
+ * Refusals of the network by domain alone are no reason to offer a run
+ * outside the sandbox (it would give the whole network): no retry question.
+ */
+TEST(untrusted_network_refusals_not_retried)
+{
+	static char target[] = "evil.example:443";
+	struct ward__denial net = {.access = "network", .target = target, .reason = "not-allowed"};
+	struct ward__approval_outcome o = {
+		.exit_code = 56, .denied = true, .denials = &net, .n_denials = 1};
+	struct fixture f;
+	struct drive d = {ANSWERS(WARD_REVIEW_APPROVED), .outcomes = &o, .n_outcomes = 1};
+
+	setup(&f, WARD_APPROVAL_UNTRUSTED, NULL);
+	ASSERT_EQ(drive(&f, f.policy, ARGV("curl", "https://evil.example/"), &d),
+		  WARD_APPROVAL_RAN_SANDBOXED);
+	ASSERT_EQ(d.asked.n, 1);
+	ASSERT_EQ(d.runs, 1);
+	teardown(&f);
+}
+
 /* Only the sandbox's own report counts: a failure without one, or a denial with success, is no retry. */
 TEST(untrusted_no_retry_without_exact_denial)
 {
