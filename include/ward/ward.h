@@ -87,6 +87,12 @@ WARD_PUBLIC int ward_policy_set_cwd(struct ward_policy *policy, const char *path
 WARD_PUBLIC int ward_policy_add_writable(struct ward_policy *policy, const char *path);
 /* Adds a path kept read-only even inside a writable root. Copied. */
 WARD_PUBLIC int ward_policy_add_protect(struct ward_policy *policy, const char *path);
+/*
+ * Lifts the default protections at path and beneath it (an autorun name such
+ * as .vscode, a PATH directory, git's hooks): the command may write there.
+ * Paths given to ward_policy_add_protect() stay protected. Copied.
+ */
+WARD_PUBLIC int ward_policy_add_unprotect(struct ward_policy *policy, const char *path);
 /* Adds a file or directory made unreadable and unlistable inside. Copied. */
 WARD_PUBLIC int ward_policy_add_deny_read(struct ward_policy *policy, const char *path);
 /* Adds a host unix socket path reachable while the network is off. Copied. */

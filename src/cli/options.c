@@ -38,6 +38,7 @@ void cli_report_error(const struct ward_error *err)
 
 enum {
 	OPT_PROTECT = 0x100,
+	OPT_UNPROTECT,
 	OPT_DENY_READ,
 	OPT_NETWORK,
 	OPT_ALLOW_UNIX_SOCKET,
@@ -73,6 +74,7 @@ static const struct option run_options[] = {
 	{"cd", required_argument, NULL, 'C'},
 	{"writable", required_argument, NULL, 'w'},
 	{"protect", required_argument, NULL, OPT_PROTECT},
+	{"unprotect", required_argument, NULL, OPT_UNPROTECT},
 	{"deny-read", required_argument, NULL, OPT_DENY_READ},
 	{"network", required_argument, NULL, OPT_NETWORK},
 	{"allow-unix-socket", required_argument, NULL, OPT_ALLOW_UNIX_SOCKET},
@@ -249,6 +251,11 @@ static int parse_args(int argc, char **argv, const char *verb, bool allow_run_op
 			r = ward_policy_add_protect(a->policy, optarg);
 			if (r < 0)
 				return fail_path(verb, "--protect", optarg, r);
+			break;
+		case OPT_UNPROTECT:
+			r = ward_policy_add_unprotect(a->policy, optarg);
+			if (r < 0)
+				return fail_path(verb, "--unprotect", optarg, r);
 			break;
 		case OPT_DENY_READ:
 			r = ward_policy_add_deny_read(a->policy, optarg);

@@ -49,6 +49,8 @@ WARD_PUBLIC int ward_policy_copy(const struct ward_policy *src, struct ward_poli
 	if (r >= 0)
 		r = strv_copy(&p->protect, &src->protect);
 	if (r >= 0)
+		r = strv_copy(&p->unprotect, &src->unprotect);
+	if (r >= 0)
 		r = strv_copy(&p->deny_read, &src->deny_read);
 	if (r >= 0)
 		r = strv_copy(&p->unix_sockets, &src->unix_sockets);
