@@ -562,7 +562,10 @@ int ward__autorun_scan(struct ward_policy *p, char *const *starts,
 			capped = true;
 			break;
 		}
-		r = scan_dir(&s, &s.q[done], buf, 32768, &capped);
+		/* A copy: scan_dir() pushes, which may move the queue. */
+		struct item it = s.q[done];
+
+		r = scan_dir(&s, &it, buf, 32768, &capped);
 	}
 	budget->entries = s.entries;
 	if (capped) {

@@ -399,6 +399,7 @@ static json_t *autorun_json(const struct ward_policy *p)
 	json_object_set_new(o, "complete", json_boolean(!p->scan_cut));
 	json_object_set_new(o, "depth_complete", json_integer(p->scan_depth));
 	json_object_set_new(o, "home", p->home ? json_string(p->home) : json_null());
+	json_object_set_new(o, "missing_path_dirs", strv_json(&p->path_missing));
 	for (size_t i = 0; i < p->n_watches; i++)
 		json_array_append_new(dirs, json_string(p->watches[i].path));
 	json_object_set_new(o, "watched", dirs);
