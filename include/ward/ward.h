@@ -320,6 +320,13 @@ struct ward_approval_question {
 	/* The prefix WARD_REVIEW_APPROVED_EXECPOLICY_AMENDMENT would always allow, or NULL. */
 	const char *const *proposed_prefix_rule;
 	unsigned decisions; /* bit (1u << decision) for each decision that may be answered */
+	/*
+	 * The sandboxed run was refused a change to these protected paths
+	 * (NULL-terminated; reason says what each is and what would run it):
+	 * approving runs the command again in the sandbox with them writable
+	 * (--unprotect), this once. NULL for every other question.
+	 */
+	const char *const *unprotect;
 };
 
 /*

@@ -355,6 +355,80 @@ const char *ward__policy_reason_runner(const char *reason)
 	return NULL;
 }
 
+/*
+ * The walk from the deepest directory the scan looked into down to path,
+ * asking the matcher at each component, as the guard would have asked when
+ * the command created them.
+ */
+static int autorun_beneath(const struct ward_policy *p, const char *path, char **ret_lift,
+			   const char **ret_reason)
+{
+	const struct ward__autorun_watch *w = NULL;
+	struct ward__autorun_point at;
+	char dir[PATH_MAX];
+	const char *rest;
+
+	for (size_t i = 0; i < p->n_watches; i++)
+		if (strcmp(p->watches[i].path, path) != 0 &&
+		    ward__path_under(path, p->watches[i].path) &&
+		    (!w || strlen(p->watches[i].path) > strlen(w->path)))
+			w = &p->watches[i];
+	if (!w || strlen(path) >= sizeof(dir))
+		return -ENOENT;
+	at = w->at;
+	snprintf(dir, sizeof(dir), "%s", w->path);
+	rest = path + (strcmp(w->path, "/") == 0 ? 1 : strlen(w->path) + 1);
+	while (*rest) {
+		size_t len = strcspn(rest, "/");
+		char name[NAME_MAX + 1];
+		struct ward__autorun_point child;
+		const char *reason = NULL;
+
+		if (len == 0 || len > NAME_MAX)
+			return -ENOENT;
+		memcpy(name, rest, len);
+		name[len] = '\0';
+		switch (ward__autorun_match(p, &at, dir, name, true, &child, &reason)) {
+		case WARD_AUTORUN_NONE:
+			return -ENOENT;
+		case WARD_AUTORUN_PROTECTED:
+			*ret_lift = strndup(path, (size_t)(rest - path) + len);
+			if (!*ret_lift)
+				return -ENOMEM;
+			*ret_reason = reason;
+			return 0;
+		case WARD_AUTORUN_DESCEND:
+			break;
+		}
+		at = child;
+		/* The next directory is path up to this component (path is canonical). */
+		memcpy(dir, path, (size_t)(rest - path) + len);
+		dir[(size_t)(rest - path) + len] = '\0';
+		rest += len;
+		while (*rest == '/')
+			rest++;
+	}
+	return -ENOENT;
+}
+
+int ward__policy_protection_of(const struct ward_policy *p, const char *path, char **ret_lift,
+			       const char **ret_reason)
+{
+	const struct ward__protected *e = ward__policy_protected_for(p, path);
+
+	if (e) {
+		/* The caller's own (--protect) cannot be lifted; neither can what holds one. */
+		if (strcmp(e->reason, "--protect") == 0)
+			return -EPERM;
+		*ret_lift = strdup(e->path);
+		if (!*ret_lift)
+			return -ENOMEM;
+		*ret_reason = e->reason;
+		return 0;
+	}
+	return autorun_beneath(p, path, ret_lift, ret_reason);
+}
+
 /* ------------------------------------------------------------ the launch scan */
 
 struct item {

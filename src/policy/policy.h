@@ -244,6 +244,16 @@ WARD_INTERNAL int ward__autorun_scan(struct ward_policy *p, char *const *starts,
 /* Whether path (canonical) is a directory the scan looked into. */
 WARD_INTERNAL bool ward__autorun_watched(const struct ward_policy *p, const char *path);
 
+/*
+ * The default protection that covers path (canonical): a protected entry at
+ * or above it, or an autorun name the guard refuses where the command would
+ * create path. *ret_lift (malloc()ed) is what --unprotect must name to lift
+ * it, *ret_reason its reason. -ENOENT when nothing protects path, -EPERM when
+ * only the caller's own --protect does.
+ */
+WARD_INTERNAL int ward__policy_protection_of(const struct ward_policy *p, const char *path,
+					     char **ret_lift, const char **ret_reason);
+
 /* Why an existing protection matters, for a person: what would run the file ("an editor ..."). */
 WARD_INTERNAL const char *ward__policy_reason_runner(const char *reason);
 
