@@ -304,6 +304,9 @@ struct ward_denial_info {
 	const char *syscall;
 	int error; /* the errno the command got */
 	const char *target; /* path, address or syscall arguments */
+	/* Which protection refused it and why ("autorun: editor tasks", "git hooks",
+	 * "outside the writable roots", ...), or NULL. */
+	const char *reason;
 };
 
 /* A question for a person. Everything in it stays valid during the callback only. */

@@ -1066,8 +1066,11 @@ static int copy_denials(struct ward__approval_step *s, const struct ward__approv
 		s->denial_strings[s->n_denial_strings++] = tgt;
 		if (!acc || !sys || !tgt)
 			return -ENOMEM;
-		s->denials[i] = (struct ward_denial_info){
-			.access = acc, .syscall = sys, .error = d->error, .target = tgt};
+		s->denials[i] = (struct ward_denial_info){.access = acc,
+							  .syscall = sys,
+							  .error = d->error,
+							  .target = tgt,
+							  .reason = d->reason};
 	}
 	s->n_denials = n;
 	s->q.denials_dropped = o->denials_dropped + (o->n_denials - n);

@@ -126,8 +126,12 @@ static void show(FILE *f, const struct ward_approval_question *q)
 		char line[WARD_ERROR_MESSAGE_MAX];
 		const char *name = strerrorname_np(q->denials[i].error);
 
-		snprintf(line, sizeof(line), "%s %s (%s, %s)", q->denials[i].access,
-			 q->denials[i].target, q->denials[i].syscall, name ? name : "?");
+		snprintf(line, sizeof(line), "%s %s (%s%s%s%s%s)", q->denials[i].access,
+			 q->denials[i].target,
+			 q->denials[i].syscall[0] ? q->denials[i].syscall : "",
+			 q->denials[i].syscall[0] ? ", " : "", name ? name : "guard",
+			 q->denials[i].reason ? ": " : "",
+			 q->denials[i].reason ? q->denials[i].reason : "");
 		field(f, i ? "" : "denied", line, 300);
 	}
 	if (q->n_denials > 8 || q->denials_dropped)

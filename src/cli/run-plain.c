@@ -319,8 +319,10 @@ int cli_run_plain(struct cli_run_args *a, struct ward_policy *policy, struct cli
 		for (size_t i = 0; i < sb.n_denials; i++)
 			if (!sb.denials[i].syscall[0] && sb.denials[i].error == 0)
 				cli_errorf(
-					"run: the command changed protected path '%s' (%s); the sandbox was stopped and the path restored",
-					sb.denials[i].target, sb.denials[i].access);
+					"run: the command changed protected path '%s' (%s%s%s); the sandbox was stopped and the path restored",
+					sb.denials[i].target, sb.denials[i].access,
+					sb.denials[i].reason ? ", " : "",
+					sb.denials[i].reason ? sb.denials[i].reason : "");
 	if (sb.guard_left[0])
 		cli_errorf(
 			"run: could not restore protected path %s; put it right by hand before git or an agent runs there",

@@ -172,10 +172,14 @@ static json_t *elicit_params(struct mcp *m, struct approval *ap,
 	for (size_t i = 0; i < q->n_denials && i < 10; i++) {
 		_cleanup_free_ char *t = printable(q->denials[i].target, 512);
 
-		ward__buf_printf(&b, "%s%s %s%s%s\n", i == 0 ? "\nThe sandbox refused:\n" : "",
-				 q->denials[i].access, t ? t : "?",
+		ward__buf_printf(&b, "%s%s %s%s%s%s%s%s\n",
+				 i == 0 ? "\nThe sandbox refused:\n" : "", q->denials[i].access,
+				 t ? t : "?",
 				 q->denials[i].syscall && q->denials[i].syscall[0] ? " by " : "",
-				 q->denials[i].syscall ? q->denials[i].syscall : "");
+				 q->denials[i].syscall ? q->denials[i].syscall : "",
+				 q->denials[i].reason ? " (" : "",
+				 q->denials[i].reason ? q->denials[i].reason : "",
+				 q->denials[i].reason ? ")" : "");
 	}
 	if (q->n_denials > 10 || q->denials_dropped)
 		ward__buf_printf(&b, "and %zu more\n",

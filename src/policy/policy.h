@@ -254,6 +254,25 @@ WARD_INTERNAL bool ward__autorun_watched(const struct ward_policy *p, const char
 WARD_INTERNAL int ward__policy_protection_of(const struct ward_policy *p, const char *path,
 					     char **ret_lift, const char **ret_reason);
 
+/*
+ * The reason a denial of access ("write", "create", "read", "connect", ...)
+ * on target carries in reports: the protection's ("autorun: editor tasks",
+ * "git hooks", "--protect"), or "outside the writable roots", "read-only
+ * sandbox", "deny-read", "network off", "seccomp filter". Static; NULL when
+ * there is none to give.
+ */
+WARD_INTERNAL const char *ward__policy_denial_reason(const struct ward_policy *p,
+						     const char *access, const char *target);
+
+/*
+ * A copy of what the lookups above read of a resolved policy (mode,
+ * network, roots, protected entries, deny-read paths, the autorun scan's
+ * directories, --unprotect, missing PATH directories), for whoever must
+ * answer after the policy itself is gone (a sandbox's reports). Resolved.
+ */
+WARD_INTERNAL int ward__policy_dup_resolved(const struct ward_policy *p,
+					    struct ward_policy **ret_policy);
+
 /* Why an existing protection matters, for a person: what would run the file ("an editor ..."). */
 WARD_INTERNAL const char *ward__policy_reason_runner(const char *reason);
 
