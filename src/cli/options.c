@@ -12,6 +12,7 @@
 #include "basic/cleanup.h"
 #include "basic/util.h"
 #include "cli/cli.h"
+#include "policy/policy.h"
 
 #define STDIN_FILE_MAX (64ULL << 20)
 
@@ -34,6 +35,19 @@ void cli_report_error(const struct ward_error *err)
 			err->message[0] ? err->message : "unknown error", err->hint);
 	else
 		fprintf(stderr, "ward: %s\n", err->message[0] ? err->message : "unknown error");
+}
+
+void cli_warn_policy(const struct ward_policy *policy)
+{
+	static bool warned;
+
+	if (warned || !policy || !policy->resolved || !policy->scan_cut)
+		return;
+	warned = true;
+	cli_errorf(
+		"warning: the scan for autorun names stopped at a bound (%d directories, %d entries, %d ms): names deeper than %u levels beneath the writable roots are not all protected (see 'ward policy show')",
+		WARD_AUTORUN_MAX_DIRS, WARD_AUTORUN_MAX_ENTRIES, WARD_AUTORUN_SCAN_MS,
+		policy->scan_depth);
 }
 
 enum {

@@ -175,6 +175,7 @@ int cli_run_plain(struct cli_run_args *a, struct ward_policy *policy, struct cli
 		cli_report_error(&err);
 		return WARD_EXIT_FAILURE;
 	}
+	cli_warn_policy(policy);
 	/* A second run (a retry outside the sandbox) starts from a clean terminal state. */
 	tty = (struct tty_state){.term_in = -1, .term_out = -1, .master = -1};
 	r = ward__exec_env_build(a->opts, policy, &envp);
