@@ -362,6 +362,7 @@ struct item {
 	struct ward__autorun_point at;
 	unsigned level;
 	bool start;
+	size_t from; /* the start it was reached from (its directory is opened relative to it) */
 };
 
 struct scan {
@@ -372,10 +373,11 @@ struct scan {
 	struct item *q;
 	size_t n, cap;
 	size_t entries;
+	int *start_fds; /* each start's directory, open while the scan runs, or -1 */
 };
 
 static int push(struct scan *s, char *path, const struct ward__autorun_point *at, unsigned level,
-		bool start)
+		bool start, size_t from)
 {
 	if (s->n == s->cap) {
 		size_t cap = s->cap ? s->cap * 2 : 64;
@@ -388,7 +390,8 @@ static int push(struct scan *s, char *path, const struct ward__autorun_point *at
 		s->q = nq;
 		s->cap = cap;
 	}
-	s->q[s->n++] = (struct item){.path = path, .at = *at, .level = level, .start = start};
+	s->q[s->n++] = (struct item){
+		.path = path, .at = *at, .level = level, .start = start, .from = from};
 	return 0;
 }
 
@@ -459,7 +462,7 @@ static int scan_entry(struct scan *s, const struct item *it, int dfd, const char
 			free(path);
 			return 0;
 		}
-		return push(s, path, &child, it->level + 1, false);
+		return push(s, path, &child, it->level + 1, false, it->from);
 	}
 	return 0;
 }
@@ -475,9 +478,25 @@ struct linux_dirent64 {
 /* Reads one directory (getdents64 into one buffer: no DIR and its 32 KiB per directory). */
 static int scan_dir(struct scan *s, const struct item *it, char *buf, size_t size, bool *ret_capped)
 {
-	_cleanup_close_ int fd = open(it->path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	const char *start = s->starts[it->from];
+	int sfd = s->start_fds[it->from];
+	_cleanup_close_ int fd = -1;
 	uint64_t found = 0;
 	int r;
+
+	/*
+	 * Relative to the start's directory, open for the whole scan: a shorter
+	 * walk than the whole path, for every directory (the scan's cost is
+	 * per directory). Every component was a directory, not a link, when
+	 * its parent was read.
+	 */
+	if (it->start || sfd < 0)
+		fd = open(it->path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	else
+		fd = openat(sfd, it->path + (strcmp(start, "/") == 0 ? 1 : strlen(start) + 1),
+			    O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (it->start && fd >= 0 && sfd < 0)
+		s->start_fds[it->from] = fcntl(fd, F_DUPFD_CLOEXEC, 3);
 
 	/* Gone, or not ours to read: nothing the command could not do to it is left to protect. */
 	if (fd < 0)
@@ -548,12 +567,18 @@ int ward__autorun_scan(struct ward_policy *p, char *const *starts,
 		return 0;
 	s.entries = budget->entries;
 	buf = malloc(32768);
-	if (!buf)
+	s.start_fds = malloc(n * sizeof(int));
+	if (!buf || !s.start_fds) {
+		free(buf);
+		free(s.start_fds);
 		return -ENOMEM;
+	}
+	for (size_t i = 0; i < n; i++)
+		s.start_fds[i] = -1;
 	for (size_t i = 0; r >= 0 && i < n; i++) {
 		char *path = strdup(starts[i]);
 
-		r = path ? push(&s, path, &points[i], 0, true) : -ENOMEM;
+		r = path ? push(&s, path, &points[i], 0, true, i) : -ENOMEM;
 	}
 	/* Breadth first: when a cap stops the scan, every shallower level is complete. */
 	for (; r >= 0 && done < s.n; done++) {
@@ -577,6 +602,10 @@ int ward__autorun_scan(struct ward_policy *p, char *const *starts,
 	}
 	for (size_t i = 0; i < s.n; i++)
 		free(s.q[i].path);
+	for (size_t i = 0; i < n; i++)
+		if (s.start_fds[i] >= 0)
+			close(s.start_fds[i]);
+	free(s.start_fds);
 	free(s.q);
 	free(buf);
 	return r;

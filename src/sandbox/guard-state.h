@@ -64,8 +64,8 @@ struct autorun_pending {
 
 /* Protected names the command created, removed after the sandbox is dead. */
 #define AUTORUN_MAX_CREATED 64
-/* New directories waiting to be watched: more at once fails closed. */
-#define AUTORUN_MAX_PENDING 4096
+/* New directories waiting to be watched (as many as may be watched): more fails closed. */
+#define AUTORUN_MAX_PENDING WARD_AUTORUN_MAX_WATCHES
 /* Entries the guard reads in new directories during one run: more fails closed. */
 #define AUTORUN_MAX_ENTRIES (1 << 20)
 

@@ -261,6 +261,20 @@ t_approval_offers_the_path() {
 	assert_absent "$WS/.vscode/tasks.json"
 }
 
+t_bounds_fail_closed() {
+	# More new directories where names matter than the guard watches: the run stops.
+	w -- sh -c 'mkdir lots && cd lots && seq 1 8300 | xargs mkdir; sleep 1'
+	[ "$WRC" != 0 ] && [ "$WRC" != 125 ] || fail "expected the run to be stopped, got exit $WRC"
+	assert_stderr_has "autorun: guard limit"
+	rm -rf "$WS/lots"
+	# More directories than the launch scan reads: said, and the root's names still protected.
+	mkdir "$WS/wide" && (cd "$WS/wide" && seq 1 4200 | xargs mkdir)
+	wp -- write "$WS/.mcp.json" evil
+	assert_stderr_has "warning: the scan for autorun names stopped at a bound"
+	guard_stopped "$WS/.mcp.json"
+	assert_absent "$WS/.mcp.json"
+}
+
 tcase "existing autorun names of every class, at the root and two levels down, are read-only" \
 	t_existing_classes_at_the_root_and_two_levels_down
 tcase "missing autorun names of every class, at the root and two levels down, stop the run" \
@@ -276,4 +290,5 @@ tcase "npm install of a local tarball and directory" t_npm_install_of_a_local_pa
 tcase "--unprotect lifts one entry" t_unprotect_lifts_one_entry
 tcase "denials and policy show carry the reason" t_reports_carry_the_reason
 tcase "an approval question offers the refused path" t_approval_offers_the_path
+tcase "past the guard's and the scan's bounds: stopped, or said" t_bounds_fail_closed
 finish
