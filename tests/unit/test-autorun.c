@@ -502,7 +502,9 @@ TEST_TIMEOUT(the_scan_stops_at_its_cap_and_says_so, 120)
 	p = resolved(ws);
 	ASSERT_TRUE(p->scan_cut);
 	ASSERT_EQ(p->scan_depth, 0);
-	ASSERT_EQ(p->n_watches, WARD_AUTORUN_MAX_DIRS);
+	/* The directory bound, or the time bound first on a busy machine. */
+	ASSERT_LE(p->n_watches, WARD_AUTORUN_MAX_DIRS);
+	ASSERT_GE(p->n_watches, 1);
 	ASSERT_TRUE(noted(p, "autorun scan stopped"));
 	/* The root's own names are complete. */
 	ASSERT_ENTRY(p, ws, ".vscode", WARD_PROTECT_READONLY, "autorun: editor tasks");
