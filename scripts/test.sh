@@ -26,7 +26,7 @@ top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top" || exit 1
 export WARD_MUST_WORK=${WARD_MUST_WORK:-0}
 asan_integration=${WARD_TEST_ASAN_INTEGRATION:-cli process fs escape fallback mcp mcp-approval}
-isolation_suites="fs git net escape process capture"
+isolation_suites="fs git net escape process capture autorun"
 unpriv_uid=${WARD_TEST_UNPRIV_UID:-65534}
 logs=$top/build/test-logs
 start=$(date +%s)

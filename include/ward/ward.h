@@ -87,6 +87,12 @@ WARD_PUBLIC int ward_policy_set_cwd(struct ward_policy *policy, const char *path
 WARD_PUBLIC int ward_policy_add_writable(struct ward_policy *policy, const char *path);
 /* Adds a path kept read-only even inside a writable root. Copied. */
 WARD_PUBLIC int ward_policy_add_protect(struct ward_policy *policy, const char *path);
+/*
+ * Lifts the default protections at path and beneath it (an autorun name such
+ * as .vscode, a PATH directory, git's hooks): the command may write there.
+ * Paths given to ward_policy_add_protect() stay protected. Copied.
+ */
+WARD_PUBLIC int ward_policy_add_unprotect(struct ward_policy *policy, const char *path);
 /* Adds a file or directory made unreadable and unlistable inside. Copied. */
 WARD_PUBLIC int ward_policy_add_deny_read(struct ward_policy *policy, const char *path);
 /* Adds a host unix socket path reachable while the network is off. Copied. */
@@ -315,6 +321,9 @@ struct ward_denial_info {
 	const char *syscall;
 	int error; /* the errno the command got */
 	const char *target; /* path, address or syscall arguments */
+	/* Which protection refused it and why ("autorun: editor tasks", "git hooks",
+	 * "outside the writable roots", ...), or NULL. */
+	const char *reason;
 };
 
 /* A question for a person. Everything in it stays valid during the callback only. */
@@ -340,6 +349,13 @@ struct ward_approval_question {
 	 */
 	const char *network_target;
 	const char *proposed_network_rule;
+	/*
+	 * The sandboxed run was refused a change to these protected paths
+	 * (NULL-terminated; reason says what each is and what would run it):
+	 * approving runs the command again in the sandbox with them writable
+	 * (--unprotect), this once. NULL for every other question.
+	 */
+	const char *const *unprotect;
 };
 
 /*

@@ -282,6 +282,35 @@ WARD_INTERNAL bool ward__approval_net_answered(struct ward_approver *a,
 WARD_INTERNAL void ward__approval_net_audit(struct ward_approver *a,
 					    const struct ward_net_event *ev);
 
+/* ------------------------------------------------------------ lifting protections (unprotect.c) */
+
+/* Protected paths one question offers to lift, and questions about them per command. */
+#define WARD_APPROVAL_MAX_LIFT 8
+#define WARD_APPROVAL_MAX_LIFT_ROUNDS 3
+
+/* The paths of one question, each with its reason (static), and the question's words. */
+struct ward__lift {
+	char *paths[WARD_APPROVAL_MAX_LIFT];
+	const char *reasons[WARD_APPROVAL_MAX_LIFT];
+	size_t n;
+	char *text;
+};
+WARD_INTERNAL void ward__lift_release(struct ward__lift *l);
+/*
+ * The default protections the n denials of a run under p ran into (writes,
+ * creations, removals, renames of protected paths), at most
+ * WARD_APPROVAL_MAX_LIFT, none of those in the n_already earlier lifts, into
+ * ret (released first) with the question's text. Returns how many, or
+ * -ENOMEM.
+ */
+WARD_INTERNAL int ward__lift_find(const struct ward_policy *p, const struct ward__denial *d,
+				  size_t n, const struct ward__lift *already, size_t n_already,
+				  struct ward__lift *ret);
+/* base (unresolved settings copied) with every path of the lifts unprotected, resolved. */
+WARD_INTERNAL int ward__lift_policy(const struct ward_policy *base, const struct ward__lift *lifts,
+				    size_t n_lifts, struct ward_policy **ret,
+				    struct ward_error *err);
+
 /* ------------------------------------------------------------ policies (approval.c) */
 
 /* A copy of src (the settings, not the resolution). */

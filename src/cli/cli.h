@@ -146,6 +146,12 @@ void cli_run_report_release(struct cli_run_report *rep);
 /* A captured run under policy: 0 and *ret_result, or ward's exit status after reporting. */
 int cli_run_capture(struct cli_run_args *a, struct ward_policy *policy,
 		    struct ward_result **ret_result);
+/*
+ * Once per process: a warning on stderr when the resolved policy's autorun
+ * scan stopped at a bound (deeper names not all protected): ward never gives
+ * less silently.
+ */
+void cli_warn_policy(const struct ward_policy *policy);
 /* Prints res as JSON, with extra_json ("key":value,...) added as members; returns its exit code. */
 int cli_print_result(struct ward_result *res, const char *extra_json);
 /*

@@ -32,6 +32,8 @@ static const char mcp_help[] =
 	"                               call's workdir only moves where its command starts)\n"
 	"  -w, --writable PATH          add a writable root (repeatable)\n"
 	"      --protect PATH           keep PATH read-only inside writable roots (repeatable)\n"
+	"      --unprotect PATH         lift the default protection of PATH (.vscode, a PATH\n"
+	"                               directory, ...) and beneath it (repeatable)\n"
 	"      --deny-read PATH         make a file or directory unreadable inside (repeatable)\n"
 	"      --network off|on         network access (default off; loopback works inside)\n"
 	"      --allow-domain PATTERN   the network by domain: only these hosts, through ward's\n"

@@ -12,6 +12,7 @@
 #include "basic/cleanup.h"
 #include "basic/util.h"
 #include "cli/cli.h"
+#include "policy/policy.h"
 
 #define STDIN_FILE_MAX (64ULL << 20)
 
@@ -36,8 +37,22 @@ void cli_report_error(const struct ward_error *err)
 		fprintf(stderr, "ward: %s\n", err->message[0] ? err->message : "unknown error");
 }
 
+void cli_warn_policy(const struct ward_policy *policy)
+{
+	static bool warned;
+
+	if (warned || !policy || !policy->resolved || !policy->scan_cut)
+		return;
+	warned = true;
+	cli_errorf(
+		"warning: the scan for autorun names stopped at a bound (%d directories, %d entries, %d ms): names deeper than %u levels beneath the writable roots are not all protected (see 'ward policy show')",
+		WARD_AUTORUN_MAX_DIRS, WARD_AUTORUN_MAX_ENTRIES, WARD_AUTORUN_SCAN_MS,
+		policy->scan_depth);
+}
+
 enum {
 	OPT_PROTECT = 0x100,
+	OPT_UNPROTECT,
 	OPT_DENY_READ,
 	OPT_NETWORK,
 	OPT_ALLOW_UNIX_SOCKET,
@@ -77,6 +92,7 @@ static const struct option run_options[] = {
 	{"cd", required_argument, NULL, 'C'},
 	{"writable", required_argument, NULL, 'w'},
 	{"protect", required_argument, NULL, OPT_PROTECT},
+	{"unprotect", required_argument, NULL, OPT_UNPROTECT},
 	{"deny-read", required_argument, NULL, OPT_DENY_READ},
 	{"network", required_argument, NULL, OPT_NETWORK},
 	{"allow-unix-socket", required_argument, NULL, OPT_ALLOW_UNIX_SOCKET},
@@ -257,6 +273,11 @@ static int parse_args(int argc, char **argv, const char *verb, bool allow_run_op
 			r = ward_policy_add_protect(a->policy, optarg);
 			if (r < 0)
 				return fail_path(verb, "--protect", optarg, r);
+			break;
+		case OPT_UNPROTECT:
+			r = ward_policy_add_unprotect(a->policy, optarg);
+			if (r < 0)
+				return fail_path(verb, "--unprotect", optarg, r);
 			break;
 		case OPT_DENY_READ:
 			r = ward_policy_add_deny_read(a->policy, optarg);

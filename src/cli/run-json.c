@@ -56,6 +56,7 @@ int cli_run_capture(struct cli_run_args *a, struct ward_policy *policy,
 		cli_report_error(&err);
 		return WARD_EXIT_FAILURE;
 	}
+	cli_warn_policy(policy);
 	if (a->argv) {
 		r = ward_run_options_set_argv(a->opts, (const char *const *)a->argv);
 		if (r < 0) {

@@ -165,7 +165,7 @@ static void print_net_denials(const struct ward__sandbox *sb)
 	size_t shown = 0, more = 0;
 
 	for (size_t i = 0; i < sb->n_denials; i++) {
-		if (!sb->denials[i].reason[0])
+		if (strcmp(sb->denials[i].access, "network") != 0 || !sb->denials[i].reason)
 			continue;
 		if (shown++ >= 8) {
 			more++;
@@ -198,6 +198,7 @@ int cli_run_plain(struct cli_run_args *a, struct ward_policy *policy, struct cli
 		cli_report_error(&err);
 		return WARD_EXIT_FAILURE;
 	}
+	cli_warn_policy(policy);
 	/* A second run (a retry outside the sandbox) starts from a clean terminal state. */
 	tty = (struct tty_state){.term_in = -1, .term_out = -1, .master = -1};
 	r = ward__exec_env_build(a->opts, policy, &envp);
@@ -362,10 +363,12 @@ int cli_run_plain(struct cli_run_args *a, struct ward_policy *policy, struct cli
 	if (sb.guard_tripped)
 		for (size_t i = 0; i < sb.n_denials; i++)
 			if (!sb.denials[i].syscall[0] && sb.denials[i].error == 0 &&
-			    !sb.denials[i].reason[0])
+			    strcmp(sb.denials[i].access, "network") != 0)
 				cli_errorf(
-					"run: the command changed protected path '%s' (%s); the sandbox was stopped and the path restored",
-					sb.denials[i].target, sb.denials[i].access);
+					"run: the command changed protected path '%s' (%s%s%s); the sandbox was stopped and the path restored",
+					sb.denials[i].target, sb.denials[i].access,
+					sb.denials[i].reason ? ", " : "",
+					sb.denials[i].reason ? sb.denials[i].reason : "");
 	print_net_denials(&sb);
 	if (sb.guard_left[0])
 		cli_errorf(

@@ -18,6 +18,8 @@ static const char run_help[] =
 	"  -C, --cd DIR                 working directory (a writable root in workspace-write)\n"
 	"  -w, --writable PATH          add a writable root (repeatable)\n"
 	"      --protect PATH           keep PATH read-only inside writable roots (repeatable)\n"
+	"      --unprotect PATH         lift the default protection of PATH (.vscode, a PATH\n"
+	"                               directory, ...) and beneath it (repeatable)\n"
 	"      --deny-read PATH         make a file or directory unreadable inside (repeatable)\n"
 	"      --network off|on         network access (default off; loopback works inside)\n"
 	"      --allow-domain PATTERN   the network by domain: only the hosts PATTERN allows\n"

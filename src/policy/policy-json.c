@@ -21,7 +21,7 @@ struct parsed {
 	enum ward_sandbox_mode mode;
 	char *cwd;
 	bool network, exclude_slash_tmp, exclude_tmpdir_env_var, require_isolation;
-	struct ward__strv writable, protect, deny_read, sockets;
+	struct ward__strv writable, protect, unprotect, deny_read, sockets;
 	struct ward__strv allow_domains, deny_domains, allow_addresses;
 	char *dns_server;
 };
@@ -31,6 +31,7 @@ static void parsed_release(struct parsed *x)
 	free(x->cwd);
 	ward__strv_release(&x->writable);
 	ward__strv_release(&x->protect);
+	ward__strv_release(&x->unprotect);
 	ward__strv_release(&x->deny_read);
 	ward__strv_release(&x->sockets);
 	ward__strv_release(&x->allow_domains);
@@ -185,6 +186,8 @@ static int parse_own(json_t *root, struct parsed *x, const char *origin, struct 
 			r = get_paths(v, key, &x->writable, origin, err);
 		} else if (strcmp(key, "protect") == 0) {
 			r = get_paths(v, key, &x->protect, origin, err);
+		} else if (strcmp(key, "unprotect") == 0) {
+			r = get_paths(v, key, &x->unprotect, origin, err);
 		} else if (strcmp(key, "deny_read") == 0) {
 			r = get_paths(v, key, &x->deny_read, origin, err);
 		} else if (strcmp(key, "allow_unix_sockets") == 0) {
@@ -378,7 +381,8 @@ WARD_PUBLIC int ward_policy_load_json(struct ward_policy *p, const char *json, s
 
 	/* Lists first: a cap error must leave the policy as it was. */
 	if (!merge_fits(&p->writable, &x.writable) || !merge_fits(&p->protect, &x.protect) ||
-	    !merge_fits(&p->deny_read, &x.deny_read) || !merge_fits(&p->unix_sockets, &x.sockets)) {
+	    !merge_fits(&p->unprotect, &x.unprotect) || !merge_fits(&p->deny_read, &x.deny_read) ||
+	    !merge_fits(&p->unix_sockets, &x.sockets)) {
 		r = ward__error(err, -E2BIG, "policy",
 				"policy '%s': more than %d paths in one list", origin,
 				WARD_POLICY_MAX_PATHS);
@@ -386,6 +390,7 @@ WARD_PUBLIC int ward_policy_load_json(struct ward_policy *p, const char *json, s
 	}
 	if ((r = merge_list(&p->writable, &x.writable)) < 0 ||
 	    (r = merge_list(&p->protect, &x.protect)) < 0 ||
+	    (r = merge_list(&p->unprotect, &x.unprotect)) < 0 ||
 	    (r = merge_list(&p->deny_read, &x.deny_read)) < 0 ||
 	    (r = merge_list(&p->unix_sockets, &x.sockets)) < 0) {
 		ward__error(err, r, "policy", "policy '%s': %m", origin);
@@ -462,6 +467,31 @@ static json_t *strv_json(const struct ward__strv *v)
 	return a;
 }
 
+/*
+ * The directories where autorun names are watched for (beyond the missing
+ * ones listed at each root): how deep the scan went, whether a cap stopped
+ * it, and each directory looked into.
+ */
+static json_t *autorun_json(const struct ward_policy *p)
+{
+	json_t *o = json_object(), *dirs = json_array();
+
+	if (!o || !dirs) {
+		json_decref(o);
+		json_decref(dirs);
+		return NULL;
+	}
+	json_object_set_new(o, "depth", json_integer(WARD_AUTORUN_DEPTH));
+	json_object_set_new(o, "complete", json_boolean(!p->scan_cut));
+	json_object_set_new(o, "depth_complete", json_integer(p->scan_depth));
+	json_object_set_new(o, "home", p->home ? json_string(p->home) : json_null());
+	json_object_set_new(o, "missing_path_dirs", strv_json(&p->path_missing));
+	for (size_t i = 0; i < p->n_watches; i++)
+		json_array_append_new(dirs, json_string(p->watches[i].path));
+	json_object_set_new(o, "watched", dirs);
+	return o;
+}
+
 json_t *ward__policy_to_json(const struct ward_policy *p)
 {
 	json_t *o = json_object(), *prot = json_array(), *deny = json_array(),
@@ -488,6 +518,9 @@ json_t *ward__policy_to_json(const struct ward_policy *p)
 							? "pinned"
 							: "missing-guarded"));
 		json_object_set_new(j, "reason", json_string(e->reason));
+		if (ward__policy_reason_runner(e->reason))
+			json_object_set_new(j, "runs",
+					    json_string(ward__policy_reason_runner(e->reason)));
 		if (e->kind == WARD_PROTECT_MISSING) {
 			json_object_set_new(j, "guard_dir", json_string(e->guard_dir));
 			json_object_set_new(j, "guard_name", json_string(e->guard_name));
@@ -495,6 +528,8 @@ json_t *ward__policy_to_json(const struct ward_policy *p)
 		json_array_append_new(prot, j);
 	}
 	json_object_set_new(o, "protected", prot);
+	json_object_set_new(o, "unprotected", strv_json(&p->unprotected));
+	json_object_set_new(o, "autorun", autorun_json(p));
 	for (size_t i = 0; i < p->n_deny; i++) {
 		json_t *j = json_object();
 

@@ -89,6 +89,17 @@ void ward__policy_clear_resolved(struct ward_policy *p)
 	p->sockets = NULL;
 	p->n_sockets = 0;
 	ward__strv_release(&p->notes);
+	ward__strv_release(&p->unprotected);
+	ward__strv_release(&p->path_missing);
+	free(p->home);
+	p->home = NULL;
+	for (size_t i = 0; i < p->n_watches; i++)
+		free(p->watches[i].path);
+	free(p->watches);
+	p->watches = NULL;
+	p->n_watches = 0;
+	p->scan_depth = 0;
+	p->scan_cut = false;
 	p->resolved = false;
 }
 
@@ -111,6 +122,7 @@ WARD_PUBLIC void ward_policy_free(struct ward_policy *p)
 	free(p->cwd);
 	ward__strv_release(&p->writable);
 	ward__strv_release(&p->protect);
+	ward__strv_release(&p->unprotect);
 	ward__strv_release(&p->deny_read);
 	ward__strv_release(&p->unix_sockets);
 	ward__policy_release_net(p);
@@ -302,6 +314,11 @@ WARD_PUBLIC int ward_policy_add_protect(struct ward_policy *p, const char *path)
 	return p ? (p->resolved = false, push_path(&p->protect, path)) : -EINVAL;
 }
 
+WARD_PUBLIC int ward_policy_add_unprotect(struct ward_policy *p, const char *path)
+{
+	return p ? (p->resolved = false, push_path(&p->unprotect, path)) : -EINVAL;
+}
+
 WARD_PUBLIC int ward_policy_add_deny_read(struct ward_policy *p, const char *path)
 {
 	return p ? (p->resolved = false, push_path(&p->deny_read, path)) : -EINVAL;
@@ -457,6 +474,14 @@ const struct ward__protected *ward__policy_protected_for(const struct ward_polic
 			return e;
 	}
 	return NULL;
+}
+
+bool ward__policy_unprotected(const struct ward_policy *p, const char *path)
+{
+	for (size_t i = 0; i < p->unprotected.n; i++)
+		if (ward__path_under(path, p->unprotected.v[i]))
+			return true;
+	return false;
 }
 
 const struct ward__deny *ward__policy_deny_for(const struct ward_policy *p, const char *path)

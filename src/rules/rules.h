@@ -547,8 +547,6 @@ WARD_INTERNAL int ward__rules_load_dir(struct ward__rules *r, const char *dir, b
 WARD_INTERNAL int ward__rules_user_dir(char **ret_dir);
 /* $CODEX_HOME/rules, else $HOME/.codex/rules. */
 WARD_INTERNAL int ward__rules_codex_dir(char **ret_dir);
-/* The user's home directory ($HOME, else the password file). malloc()ed, -ENOENT. */
-WARD_INTERNAL int ward__home_dir(char **ret_home);
 
 /*
  * The project rules directories for a working directory: "<d>/.ward/rules"

@@ -273,11 +273,15 @@ WARD_INTERNAL int ward__watches_dispatch(struct ward__watches *w);
 
 /*
  * Sets up the guard of a policy (*ret NULL when nothing needs one): with
- * namespaces (fallback false) the protected paths that do not exist yet; in
+ * namespaces (fallback false) the protected paths that do not exist yet and
+ * the directories where autorun names must not appear (p->watches); in
  * the fallback every protected path, kept (content, mode, owner, time;
  * bounded), watched, and pinned directories watched for renames. With shared
  * (or NULL) the guard's watches are on that instance, otherwise on an
  * instance of its own.
+ */
+/*
+ * p must outlive the guard (the sandbox's own copy, ward__policy_dup_resolved).
  */
 WARD_INTERNAL int ward__guard_new(const struct ward_policy *p, bool fallback,
 				  struct ward__watches *shared, struct ward__guard **ret,
@@ -293,9 +297,22 @@ WARD_INTERNAL size_t ward__guard_leases(const struct ward__guard *g, const int *
 					char *const **ret_paths);
 /* Closes ward's copies of the lease descriptors (after init has its own). */
 WARD_INTERNAL void ward__guard_close_leases(struct ward__guard *g);
-/* Reads pending events; *ret_changed with the first change's access and path. */
+/*
+ * Reads pending events; *ret_changed with the first change's access, path and
+ * reason (static, or NULL when the guard does not know it).
+ */
 WARD_INTERNAL int ward__guard_read(struct ward__guard *g, char *access, size_t asize, char *path,
-				   size_t psize, bool *ret_changed);
+				   size_t psize, const char **ret_reason, bool *ret_changed);
+/*
+ * After ward__guard_read(): watches the directories that appeared where
+ * autorun names matter and looks into each (an autorun name already there is
+ * a change: the watch came after the command put it there), and looks into
+ * every watched directory again when events were lost. A bound reached (too
+ * many directories, entries, or a watch the kernel refuses) is a change too:
+ * the guard fails closed. *ret_changed as for ward__guard_read().
+ */
+WARD_INTERNAL int ward__guard_settle(struct ward__guard *g, char *access, size_t asize, char *path,
+				     size_t psize, const char **ret_reason, bool *ret_changed);
 /*
  * Puts back what was kept, once every process of the sandbox is dead: removes
  * what was created, rewrites what changed, moves a renamed pin back. Calls fn
@@ -410,8 +427,12 @@ struct ward__denial {
 	char syscall[24];
 	int error;
 	char *target;
-	/* A network denial's reason ("not-allowed", "denied", ...: src/net), else empty. */
-	char reason[24];
+	/*
+	 * Why, when ward knows (a static string): the protected path's reason
+	 * ("autorun: editor tasks", ...) or the protection that refused it, or a
+	 * network refusal's ("not-allowed", "denied", ...: src/net); else NULL.
+	 */
+	const char *reason;
 };
 
 struct ward__sandbox {

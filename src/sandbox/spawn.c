@@ -136,8 +136,14 @@ static int spawn_attempt(const struct ward__spawn_opts *o, struct ward__sandbox 
 			return r;
 	}
 
+	/* The guard watches by it and the denials' reasons come from it, after the caller's is gone. */
+	r = ward__policy_dup_resolved(p, &priv->policy);
+	if (r < 0) {
+		ward__error(err, r, "spawn", "out of memory");
+		goto fail;
+	}
 	/* In the fallback this keeps every protected path: before the command exists. */
-	r = ward__guard_new(p, !isolated && !danger, o->watches, &priv->guard, err);
+	r = ward__guard_new(priv->policy, !isolated && !danger, o->watches, &priv->guard, err);
 	if (r < 0)
 		goto fail;
 	sb->guard_fd = ward__guard_fd(priv->guard);
@@ -278,8 +284,10 @@ fail:
 		if (net[i] >= 0)
 			close(net[i]);
 	}
-	if (priv)
+	if (priv) {
 		ward__guard_free(priv->guard);
+		ward_policy_free(priv->policy);
+	}
 	sb->guard_fd = -1;
 	return r;
 }

@@ -252,10 +252,10 @@ EOS
 		fail "the structured result's members: $(jget "$r2" 'list(m["result"]["structuredContent"])')"
 	if [ "$(id -u)" = 0 ] || [ -n "$(jget "$r2" 'm["result"]["structuredContent"]["denials"]' | grep -v unavailable)" ]; then
 		jget "$r2" 'm["result"]["structuredContent"]["denials"]' |
-			grep -qF "['create /etc/ward-mcp-model by openat (Read-only file system)']" ||
+			grep -qF "['create /etc/ward-mcp-model by openat (Read-only file system; outside the writable roots)']" ||
 			fail "the refusal as the text says it: $(jget "$r2" 'm["result"]["structuredContent"]["denials"]')"
 		jget "$r2" 'm["result"]["content"][0]["text"]' |
-			grep -qF "Sandbox denied: create /etc/ward-mcp-model by openat (Read-only file system)" ||
+			grep -qF "Sandbox denied: create /etc/ward-mcp-model by openat (Read-only file system; outside the writable roots)" ||
 			fail "the text says the refusal too"
 	fi
 	jget "$r2" 'm["result"]["structuredContent"]["output"]' | grep -qx "rc=1" || fail "the output"

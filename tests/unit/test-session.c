@@ -436,9 +436,10 @@ static struct ward__guard *shared_guard(struct ward__watches *w, const struct wa
 static void expect_change(struct ward__guard *g, const char *access, const char *path)
 {
 	char a[16], got[PATH_MAX + 256];
+	const char *reason = NULL;
 	bool changed = false;
 
-	ASSERT_OK(ward__guard_read(g, a, sizeof(a), got, sizeof(got), &changed));
+	ASSERT_OK(ward__guard_read(g, a, sizeof(a), got, sizeof(got), &reason, &changed));
 	ASSERT_TRUE(changed);
 	ASSERT_STREQ(a, access);
 	ASSERT_STREQ(got, path);
@@ -536,6 +537,7 @@ TEST(shared_inotify_overflow_concerns_every_guard)
 	int n_f = 0, n_v = 0, n_b = 0;
 	long n_events;
 	char a[16], got[PATH_MAX + 256];
+	const char *reason = NULL;
 	bool changed = true;
 
 	ASSERT_OK(ward__read_file("/proc/sys/fs/inotify/max_queued_events", 64, &max, NULL));
@@ -563,10 +565,10 @@ TEST(shared_inotify_overflow_concerns_every_guard)
 	ASSERT_EQ(n_b, 1);
 	expect_change(gv, "create", codex);
 	/* The fallback's guard cannot know: it stops its sandbox (the restoration tells). */
-	ASSERT_OK(ward__guard_read(gb, a, sizeof(a), got, sizeof(got), &changed));
+	ASSERT_OK(ward__guard_read(gb, a, sizeof(a), got, sizeof(got), &reason, &changed));
 	ASSERT_TRUE(changed);
 	/* The flooder's own missing names are still missing: nothing changed for it. */
-	ASSERT_OK(ward__guard_read(gf, a, sizeof(a), got, sizeof(got), &changed));
+	ASSERT_OK(ward__guard_read(gf, a, sizeof(a), got, sizeof(got), &reason, &changed));
 	ASSERT_FALSE(changed);
 
 	ward__guard_free(gf);
