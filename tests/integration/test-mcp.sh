@@ -233,31 +233,33 @@ EOS
 # and drop the text): the text's information, its wall time to 0.1 ms, each refusal as
 # the text's sentence; list_sessions answers one shape in text and structure.
 t_structured_is_what_the_model_reads() {
-	mcp --audit-log "$T/audit.jsonl" <<EOS
+	# Outside the writable roots but the user's own on the host: refused by the sandbox for
+	# any uid (a write to /etc would be refused by the host's own permissions for uid 65534).
+	mkdir -p "$T/outside"
+	local target=$T/outside/ward-mcp-model
+	mcp --no-login --audit-log "$T/audit.jsonl" <<EOS
 {"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"codex-mcp-client","version":"1"}}}
 $INITED
-{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"exec_command","arguments":{"cmd":"sleep 0.05; touch /etc/ward-mcp-model; echo rc=\$?"},"_meta":{"callId":"call_7","threadId":"th-1"}}}
+{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"exec_command","arguments":{"cmd":"sleep 0.05; touch $target; echo rc=\$?"},"_meta":{"callId":"call_7","threadId":"th-1"}}}
 {"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"exec_command","arguments":{"cmd":"sleep 30","yield_time_ms":250}}}
 {"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"list_sessions","arguments":{}}}
 EOS
 	local r2 r4
 	r2=$(reply 2)
 	[ -n "$r2" ] || fail "no reply to the command"
-	[ ! -e /etc/ward-mcp-model ] || fail "the write reached the host"
+	[ ! -e "$target" ] || fail "the write reached the host"
 	# The wall time as written on the wire: at most four decimals.
 	grep -m 1 -E '"id":2[,}]' "$T/.run/stdout" | grep -qE '"wall_time_seconds":[0-9]+(\.[0-9]{1,4})?[,}]' ||
 		fail "the wall time is not written to 0.1 ms: $(grep -o '"wall_time_seconds":[^,]*' "$T/.run/stdout" | head -1)"
 	jget "$r2" 'list(m["result"]["structuredContent"])' |
 		grep -qx "\['chunk_id', 'wall_time_seconds', 'exit_code', 'original_token_count', 'sandbox_denied', 'denials', 'output'\]" ||
 		fail "the structured result's members: $(jget "$r2" 'list(m["result"]["structuredContent"])')"
-	if [ "$(id -u)" = 0 ] || [ -n "$(jget "$r2" 'm["result"]["structuredContent"]["denials"]' | grep -v unavailable)" ]; then
-		jget "$r2" 'm["result"]["structuredContent"]["denials"]' |
-			grep -qF "['create /etc/ward-mcp-model by openat (Read-only file system; outside the writable roots)']" ||
-			fail "the refusal as the text says it: $(jget "$r2" 'm["result"]["structuredContent"]["denials"]')"
-		jget "$r2" 'm["result"]["content"][0]["text"]' |
-			grep -qF "Sandbox denied: create /etc/ward-mcp-model by openat (Read-only file system; outside the writable roots)" ||
-			fail "the text says the refusal too"
-	fi
+	jget "$r2" 'm["result"]["structuredContent"]["denials"]' |
+		grep -qF "['create $target by openat (Read-only file system; outside the writable roots)']" ||
+		fail "the refusal as the text says it: $(jget "$r2" 'm["result"]["structuredContent"]["denials"]')"
+	jget "$r2" 'm["result"]["content"][0]["text"]' |
+		grep -qF "Sandbox denied: create $target by openat (Read-only file system; outside the writable roots)" ||
+		fail "the text says the refusal too"
 	jget "$r2" 'm["result"]["structuredContent"]["output"]' | grep -qx "rc=1" || fail "the output"
 	r4=$(reply 4)
 	jget "$r4" 'json.loads(m["result"]["content"][0]["text"]) == m["result"]["structuredContent"]' |
