@@ -278,6 +278,7 @@ int ward__mcp_serve(const struct ward__mcp_config *cfg, int in_fd, int out_fd,
 		.max_sessions = cfg->max_sessions,
 		.shell = cfg->shell,
 		.login = cfg->login,
+		.no_login_snapshot = cfg->no_login_snapshot,
 	};
 	struct mcp m = {.cfg = cfg};
 	int r;

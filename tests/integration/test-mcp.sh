@@ -231,7 +231,9 @@ EOS
 # and drop the text): the text's information, its wall time to 0.1 ms, each refusal as
 # the text's sentence; list_sessions answers one shape in text and structure.
 t_structured_is_what_the_model_reads() {
-	mcp --audit-log "$T/audit.jsonl" <<EOS
+	# Without a login shell: a login command waits for its shell's snapshot, and
+	# list_sessions, sent at once, would not see it yet.
+	mcp --audit-log "$T/audit.jsonl" --no-login <<EOS
 {"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"codex-mcp-client","version":"1"}}}
 $INITED
 {"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"exec_command","arguments":{"cmd":"sleep 0.05; touch /etc/ward-mcp-model; echo rc=\$?"},"_meta":{"callId":"call_7","threadId":"th-1"}}}
