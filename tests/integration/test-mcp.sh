@@ -155,6 +155,10 @@ t_bad_options() {
 	WRC=$?
 	expect_rc 125
 	expect_one_line_error
+	timeout 10 "$WARD" mcp --login-snapshot maybe </dev/null >"$T/.run/stdout" 2>"$T/.run/stderr"
+	WRC=$?
+	expect_rc 125
+	expect_one_line_error
 }
 
 t_inspector_cli() {
