@@ -10,7 +10,8 @@
  * sandbox, by a clean shell under `set -e`, and kept only when that
  * printed nothing and failed nothing: a dump that does not source cleanly
  * would print its errors into every command. Everything in the scripts is
- * a builtin, so a profile that empties PATH does not break them.
+ * a builtin, so a profile that empties PATH does not break them, and the
+ * pipe is named /dev/fd/N: dash and zsh read one digit in `>&N`.
  */
 #include <fcntl.h>
 #include <stdlib.h>
@@ -96,8 +97,11 @@ fail:
 	return NULL;
 }
 
-static bool is_name(const char *s, size_t len)
+/* Whether s is a shell variable's name (others cannot be set, nor changed by a dump). */
+static bool is_name(const char *s)
 {
+	size_t len = strlen(s);
+
 	if (len == 0 ||
 	    !(s[0] == '_' || (s[0] >= 'A' && s[0] <= 'Z') || (s[0] >= 'a' && s[0] <= 'z')))
 		return false;
@@ -374,9 +378,12 @@ static void on_finish(struct ward__loop *l, void *userdata)
 {
 	struct ward__snapshot *sn = userdata;
 
-	sn->finish_timer = 0;
+	/* Once: the guard, a stop and the end may each have asked for it. */
+	ward__loop_del_timer(l, sn->finish_timer);
 	ward__loop_del_timer(l, sn->guard_timer);
-	sn->guard_timer = 0;
+	sn->finish_timer = sn->guard_timer = 0;
+	if (sn->state != WARD__SNAPSHOT_RUNNING)
+		return;
 	close_pipe(sn);
 	if (!sn->why)
 		sn->why = failure(sn);
@@ -584,14 +591,14 @@ static int build_text(const struct ward__snapshot *sn, char *const *envp, char *
 	int r = 0;
 
 	for (size_t i = 0; names && names[i] && r >= 0; i++) {
-		if (!is_name(names[i], strlen(names[i])) || !env_get(envp, names[i]))
+		if (!is_name(names[i]) || !env_get(envp, names[i]))
 			continue;
 		r = ward__buf_printf(b, "__ward_o%zu=${%s-}\n", k++, names[i]);
 	}
 	if (r >= 0)
 		r = ward__buf_append(b, sn->body, sn->len);
 	for (size_t i = 0, j = 0; names && names[i] && r >= 0; i++) {
-		if (!is_name(names[i], strlen(names[i])) || !env_get(envp, names[i]))
+		if (!is_name(names[i]) || !env_get(envp, names[i]))
 			continue;
 		r = ward__buf_printf(b, "\\export %s=\"$__ward_o%zu\"\n", names[i], j++);
 	}

@@ -630,6 +630,7 @@ static int defer(struct ward__sessions *s, const struct ward__exec_args *a, char
 		return ward__error(err, -ENOMEM, "session", "out of memory");
 	d->a = *a;
 	d->a.until = NULL; /* the call holds it */
+	d->a.workdir = NULL; /* resolved: d->workdir */
 	d->cmd = strdup(a->cmd);
 	d->shell = a->shell ? strdup(a->shell) : NULL;
 	if (!d->cmd || (a->shell && !d->shell) ||
