@@ -26,7 +26,7 @@ top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top" || exit 1
 export WARD_MUST_WORK=${WARD_MUST_WORK:-0}
 asan_integration=${WARD_TEST_ASAN_INTEGRATION:-cli process fs escape fallback mcp mcp-approval}
-isolation_suites="fs git net escape process capture"
+isolation_suites="fs git net escape process capture autorun"
 unpriv_uid=${WARD_TEST_UNPRIV_UID:-65534}
 logs=$top/build/test-logs
 start=$(date +%s)
@@ -75,6 +75,7 @@ ap.add_argument("builddir")
 ap.add_argument("--label", required=True)
 ap.add_argument("--suite", action="append", default=[])
 ap.add_argument("--only", default="")
+ap.add_argument("--skip", default="")
 ap.add_argument("--as-uid", type=int)
 ap.add_argument("--map-from")
 ap.add_argument("--map-to")
@@ -86,6 +87,7 @@ a = ap.parse_args()
 tests = json.loads(subprocess.run(["meson", "introspect", a.builddir, "--tests"],
                                   check=True, capture_output=True, text=True).stdout)
 only = a.only.split()
+skipped_tests = a.skip.split()
 
 def mapped(s):
     if a.map_from and isinstance(s, str):
@@ -142,6 +144,8 @@ for t in tests:
     if a.suite and not any(x in a.suite for x in suites):
         continue
     if only and t["name"] not in only:
+        continue
+    if t["name"] in skipped_tests:
         continue
     env = dict(os.environ)
     for k, v in t["env"].items():
@@ -237,8 +241,12 @@ if [ "$(id -u)" = 0 ]; then
 	tar -C "$top" --exclude=./.git --exclude='./build-*' --exclude='*.p' --exclude=./build/test-logs \
 		-cf - . | tar -C "$scratch" -xf - || die "cannot copy the tree to $scratch"
 	chmod -R a+rX "$scratch"
+	# The network by domain needs network namespaces only root can make: its
+	# unprivileged pass is the root harness running every ward as the user.
 	run build --label "uid$unpriv_uid" --suite integration --as-uid "$unpriv_uid" \
-		--map-from "$top" --map-to "$scratch"
+		--map-from "$top" --map-to "$scratch" --skip netproxy
+	run build --label "uid$unpriv_uid" --suite integration --only netproxy \
+		--env "WARD_NETPROXY_AS_UID=$unpriv_uid"
 else
 	echo "== integration tests as $(id -un)"
 	run build --label user --suite integration

@@ -87,11 +87,34 @@ WARD_PUBLIC int ward_policy_set_cwd(struct ward_policy *policy, const char *path
 WARD_PUBLIC int ward_policy_add_writable(struct ward_policy *policy, const char *path);
 /* Adds a path kept read-only even inside a writable root. Copied. */
 WARD_PUBLIC int ward_policy_add_protect(struct ward_policy *policy, const char *path);
+/*
+ * Lifts the default protections at path and beneath it (an autorun name such
+ * as .vscode, a PATH directory, git's hooks): the command may write there.
+ * Paths given to ward_policy_add_protect() stay protected. Copied.
+ */
+WARD_PUBLIC int ward_policy_add_unprotect(struct ward_policy *policy, const char *path);
 /* Adds a file or directory made unreadable and unlistable inside. Copied. */
 WARD_PUBLIC int ward_policy_add_deny_read(struct ward_policy *policy, const char *path);
 /* Adds a host unix socket path reachable while the network is off. Copied. */
 WARD_PUBLIC int ward_policy_add_unix_socket(struct ward_policy *policy, const char *path);
 WARD_PUBLIC int ward_policy_set_network(struct ward_policy *policy, bool enabled);
+/*
+ * The network by domain: the command keeps its empty network namespace and
+ * reaches only the hosts these allow, through ward's proxy (docs/policy.md).
+ * A pattern is "example.com", "*.example.com" (subdomains), "**.example.com"
+ * (the domain and its subdomains) or "*" (allow only), optionally ":PORT".
+ * -EINVAL with err saying what is wrong with a malformed pattern or range.
+ */
+WARD_PUBLIC int ward_policy_add_allow_domain(struct ward_policy *policy, const char *pattern,
+					     struct ward_error *err);
+WARD_PUBLIC int ward_policy_add_deny_domain(struct ward_policy *policy, const char *pattern,
+					    struct ward_error *err);
+/* A non-public address range the proxy may connect to anyway ("10.0.0.0/8", "fd00::1"). */
+WARD_PUBLIC int ward_policy_add_allow_address(struct ward_policy *policy, const char *cidr,
+					      struct ward_error *err);
+/* The DNS server the proxy resolves with ("IP" or "IP:PORT"); NULL: the host's resolv.conf. */
+WARD_PUBLIC int ward_policy_set_dns_server(struct ward_policy *policy, const char *server,
+					   struct ward_error *err);
 WARD_PUBLIC int ward_policy_set_exclude_slash_tmp(struct ward_policy *policy, bool exclude);
 WARD_PUBLIC int ward_policy_set_exclude_tmpdir_env_var(struct ward_policy *policy, bool exclude);
 /* Fail with -EPERM instead of falling back when namespaces are unavailable. */
@@ -298,6 +321,9 @@ struct ward_denial_info {
 	const char *syscall;
 	int error; /* the errno the command got */
 	const char *target; /* path, address or syscall arguments */
+	/* Which protection refused it and why ("autorun: editor tasks", "git hooks",
+	 * "outside the writable roots", ...), or NULL. */
+	const char *reason;
 };
 
 /* A question for a person. Everything in it stays valid during the callback only. */
@@ -314,6 +340,22 @@ struct ward_approval_question {
 	/* The prefix WARD_REVIEW_APPROVED_EXECPOLICY_AMENDMENT would always allow, or NULL. */
 	const char *const *proposed_prefix_rule;
 	unsigned decisions; /* bit (1u << decision) for each decision that may be answered */
+	/*
+	 * A question about the network (the network by domain: a host no
+	 * pattern or rule decides, while the connection waits) names what is
+	 * reached ("https://api.example.com:443"; argv is then
+	 * ["network-access", that]) and the rule an "always" answer writes;
+	 * both NULL for a command.
+	 */
+	const char *network_target;
+	const char *proposed_network_rule;
+	/*
+	 * The sandboxed run was refused a change to these protected paths
+	 * (NULL-terminated; reason says what each is and what would run it):
+	 * approving runs the command again in the sandbox with them writable
+	 * (--unprotect), this once. NULL for every other question.
+	 */
+	const char *const *unprotect;
 };
 
 /*

@@ -12,7 +12,12 @@
  *      command is allowed by a rule or the caller asked to escalate, and
  *      never when the policy denies reads: a denied read exists only inside
  *      the sandbox.
- *   5. When the sandbox denied something (its exact report, never a guess
+ *   5. When the sandbox refused a change to a protected path (an autorun
+ *      name, a PATH directory, git's hooks) and the command failed, every
+ *      mode that can ask (not never; granular with sandbox_approval) asks
+ *      whether to run it again in the sandbox with those paths writable,
+ *      this once (unprotect.c).
+ *   6. When the sandbox denied something (its exact report, never a guess
  *      from the output) and the command failed, the modes that allow it
  *      (untrusted, granular with sandbox_approval) ask whether to run again
  *      without the sandbox.
@@ -32,6 +37,8 @@
 enum state {
 	S_ASK_FIRST,
 	S_RUN_FIRST,
+	S_ASK_LIFT,
+	S_RUN_LIFT,
 	S_ASK_RETRY,
 	S_RUN_RETRY,
 	S_DONE,
@@ -62,6 +69,11 @@ struct ward__approval_step {
 	struct ward_denial_info *denials;
 	char **denial_strings;
 	size_t n_denials, n_denial_strings;
+	/* Protected paths the person let the command change (and the question being asked). */
+	struct ward__lift lifts[WARD_APPROVAL_MAX_LIFT_ROUNDS];
+	size_t n_lifts;
+	const char *lift_paths[WARD_APPROVAL_MAX_LIFT + 1];
+	struct ward_policy *lifted; /* the policy of the run with them unprotected */
 };
 
 /* ------------------------------------------------------------ names */
@@ -148,6 +160,8 @@ int ward__policy_copy(const struct ward_policy *src, struct ward_policy **ret)
 		r = ward_policy_add_writable(p, src->writable.v[i]);
 	for (size_t i = 0; r >= 0 && i < src->protect.n; i++)
 		r = ward_policy_add_protect(p, src->protect.v[i]);
+	for (size_t i = 0; r >= 0 && i < src->unprotect.n; i++)
+		r = ward_policy_add_unprotect(p, src->unprotect.v[i]);
 	for (size_t i = 0; r >= 0 && i < src->deny_read.n; i++)
 		r = ward_policy_add_deny_read(p, src->deny_read.v[i]);
 	for (size_t i = 0; r >= 0 && i < src->unix_sockets.n; i++)
@@ -602,6 +616,58 @@ static int ask(struct ward__approval_step *s, bool retry, struct ward__approval_
 	return 0;
 }
 
+/* Whether a protected path may be lifted, and that question asked: whenever a person can be asked. */
+static bool lift_allowed(const struct ward__approval_step *s)
+{
+	return s->a->mode == WARD_APPROVAL_ON_REQUEST || s->a->mode == WARD_APPROVAL_UNTRUSTED ||
+		(s->a->mode == WARD_APPROVAL_GRANULAR && s->a->granular.sandbox_approval);
+}
+
+/* "Run it again with these paths writable?": yes this once, no, abort. */
+static int ask_lift(struct ward__approval_step *s, struct ward__approval_action *act)
+{
+	const struct ward__lift *l = &s->lifts[s->n_lifts - 1];
+
+	for (size_t i = 0; i < l->n; i++)
+		s->lift_paths[i] = l->paths[i];
+	s->lift_paths[l->n] = NULL;
+	s->state = S_ASK_LIFT;
+	s->q = (struct ward_approval_question){
+		.argv = (const char *const *)s->argv,
+		.cwd = s->cwd,
+		.reason = l->text,
+		.justification = s->req.justification,
+		.denials = s->denials,
+		.n_denials = s->n_denials,
+		.denials_dropped = s->q.denials_dropped,
+		.decisions = 1u << WARD_REVIEW_APPROVED | 1u << WARD_REVIEW_DENIED |
+			1u << WARD_REVIEW_ABORT,
+		.unprotect = s->lift_paths,
+	};
+	*act = (struct ward__approval_action){
+		.kind = WARD__APPROVAL_ASK, .question = &s->q, .notice = s->notice};
+	return 0;
+}
+
+/* The same command, in the sandbox, with every path the person let it change unprotected. */
+static int run_lifted(struct ward__approval_step *s, struct ward__approval_action *act,
+		      struct ward_error *err)
+{
+	struct ward_policy *p;
+	int r;
+
+	r = ward__lift_policy(s->widened ? s->widened : s->policy, s->lifts, s->n_lifts, &p, err);
+	if (r < 0)
+		return r;
+	ward_policy_free(s->lifted);
+	s->lifted = p;
+	s->running_sandboxed = true;
+	s->state = S_RUN_LIFT;
+	*act = (struct ward__approval_action){
+		.kind = WARD__APPROVAL_RUN, .policy = p, .sandboxed = true, .notice = s->notice};
+	return 0;
+}
+
 static int run_first(struct ward__approval_step *s, struct ward__approval_action *act,
 		     struct ward_error *err)
 {
@@ -906,17 +972,34 @@ int ward__approval_begin(struct ward_approver *a, const struct ward_policy *poli
 int ward__approval_answer(struct ward__approval_step *s, enum ward_review_decision decision,
 			  struct ward__approval_action *ret_action, struct ward_error *err)
 {
-	bool retry;
+	bool retry, lift;
 
-	if (!s || (s->state != S_ASK_FIRST && s->state != S_ASK_RETRY))
+	if (!s || (s->state != S_ASK_FIRST && s->state != S_ASK_RETRY && s->state != S_ASK_LIFT))
 		return ward__error(err, -EINVAL, "approval",
 				   "no question is waiting for an answer");
 	if ((unsigned)decision > WARD_REVIEW_ABORT || !(s->q.decisions & (1u << decision)))
 		return ward__error(err, -EINVAL, "approval", "the answer '%s' was not offered",
 				   ward_review_decision_to_string(decision));
 	retry = s->state == S_ASK_RETRY;
+	lift = s->state == S_ASK_LIFT;
 	audit(s, "answer", ward_review_decision_to_string(decision), "person", !s->q.unsandboxed,
-	      NULL, retry ? WARD_APPROVAL_RETRY_REASON : NULL);
+	      NULL,
+	      retry	     ? WARD_APPROVAL_RETRY_REASON
+		      : lift ? s->q.reason
+			     : NULL);
+	/*
+	 * Not lifted: the sandboxed run already happened, and its result (the
+	 * refusal) is the command's. A retry declined says "rejected" instead,
+	 * as Codex's does.
+	 */
+	if (lift && decision == WARD_REVIEW_DENIED) {
+		set_text(&s->notice, "not run again with the protected path writable: declined");
+		s->state = S_DONE;
+		*ret_action = (struct ward__approval_action){.kind = WARD__APPROVAL_DONE,
+							     .status = WARD_APPROVAL_RAN_SANDBOXED,
+							     .notice = s->notice};
+		return 0;
+	}
 	switch (decision) {
 	case WARD_REVIEW_DENIED:
 		set_text(&s->reason, "rejected by user");
@@ -935,13 +1018,15 @@ int ward__approval_answer(struct ward__approval_step *s, enum ward_review_decisi
 	case WARD_REVIEW_APPROVED:
 		break;
 	}
+	if (lift)
+		return run_lifted(s, ret_action, err);
 	return retry ? run_retry(s, ret_action, err) : run_first(s, ret_action, err);
 }
 
 int ward__approval_no_answer(struct ward__approval_step *s, const char *why,
 			     struct ward__approval_action *ret_action, struct ward_error *err)
 {
-	if (!s || (s->state != S_ASK_FIRST && s->state != S_ASK_RETRY))
+	if (!s || (s->state != S_ASK_FIRST && s->state != S_ASK_RETRY && s->state != S_ASK_LIFT))
 		return ward__error(err, -EINVAL, "approval",
 				   "no question is waiting for an answer");
 	if (set_text(&s->reason, "not approved: %s",
@@ -951,10 +1036,22 @@ int ward__approval_no_answer(struct ward__approval_step *s, const char *why,
 	return reject(s, WARD_APPROVAL_DENIED, ret_action);
 }
 
+static void free_denials(struct ward__approval_step *s)
+{
+	for (size_t i = 0; i < s->n_denial_strings; i++)
+		free(s->denial_strings[i]);
+	free(s->denial_strings);
+	free(s->denials);
+	s->denial_strings = NULL;
+	s->denials = NULL;
+	s->n_denial_strings = s->n_denials = 0;
+}
+
 static int copy_denials(struct ward__approval_step *s, const struct ward__approval_outcome *o)
 {
 	size_t n = MIN(o->n_denials, (size_t)WARD_MAX_DENIALS);
 
+	free_denials(s);
 	s->denials = calloc(n ? n : 1, sizeof(*s->denials));
 	s->denial_strings = calloc(n * 3 + 1, sizeof(char *));
 	if (!s->denials || !s->denial_strings)
@@ -969,8 +1066,11 @@ static int copy_denials(struct ward__approval_step *s, const struct ward__approv
 		s->denial_strings[s->n_denial_strings++] = tgt;
 		if (!acc || !sys || !tgt)
 			return -ENOMEM;
-		s->denials[i] = (struct ward_denial_info){
-			.access = acc, .syscall = sys, .error = d->error, .target = tgt};
+		s->denials[i] = (struct ward_denial_info){.access = acc,
+							  .syscall = sys,
+							  .error = d->error,
+							  .target = tgt,
+							  .reason = d->reason};
 	}
 	s->n_denials = n;
 	s->q.denials_dropped = o->denials_dropped + (o->n_denials - n);
@@ -980,11 +1080,12 @@ static int copy_denials(struct ward__approval_step *s, const struct ward__approv
 int ward__approval_ran(struct ward__approval_step *s, const struct ward__approval_outcome *o,
 		       struct ward__approval_action *ret_action, struct ward_error *err)
 {
-	bool denied, wants_retry;
+	bool denied, wants_retry, was_lift;
 	size_t dropped;
 	int r;
 
-	if (!s || !o || (s->state != S_RUN_FIRST && s->state != S_RUN_RETRY))
+	if (!s || !o ||
+	    (s->state != S_RUN_FIRST && s->state != S_RUN_RETRY && s->state != S_RUN_LIFT))
 		return ward__error(err, -EINVAL, "approval", "no run is waiting for its outcome");
 	if (!s->running_sandboxed)
 		audit(s, "run", s->state == S_RUN_RETRY ? "retried" : "ran", "approval", false,
@@ -999,6 +1100,20 @@ int ward__approval_ran(struct ward__approval_step *s, const struct ward__approva
 	}
 	/* A sandbox denial: the sandbox's own report, and a command that failed because of it. */
 	denied = o->denied && o->exit_code != 0 && !o->timed_out && !o->cancelled;
+	/*
+	 * Refusals of the network by domain alone are the allowlist doing its
+	 * work (and were asked about as network questions where people are
+	 * asked): a retry outside the sandbox would give the whole network,
+	 * the opposite of what the policy says. They are not offered one.
+	 */
+	if (denied && o->denials_dropped == 0) {
+		bool other = o->n_denials == 0;
+
+		for (size_t i = 0; i < o->n_denials && !other; i++)
+			other = strcmp(o->denials[i].access, "network") != 0;
+		denied = other;
+	}
+	was_lift = s->state == S_RUN_LIFT;
 	/* Codex's wants_no_sandbox_approval: on-request and never return the denial as it is. */
 	wants_retry = s->a->mode == WARD_APPROVAL_UNTRUSTED ||
 		(s->a->mode == WARD_APPROVAL_GRANULAR && s->a->granular.sandbox_approval);
@@ -1006,6 +1121,24 @@ int ward__approval_ran(struct ward__approval_step *s, const struct ward__approva
 	*ret_action = (struct ward__approval_action){.kind = WARD__APPROVAL_DONE,
 						     .status = WARD_APPROVAL_RAN_SANDBOXED,
 						     .notice = s->notice};
+	/* A protected path refused: may the person let this command change it? */
+	if (denied && lift_allowed(s) && s->n_lifts < WARD_APPROVAL_MAX_LIFT_ROUNDS) {
+		const struct ward_policy *ran = was_lift ? s->lifted
+			: s->widened			 ? s->widened
+							 : s->policy;
+
+		r = ward__lift_find(ran, o->denials, o->n_denials, s->lifts, s->n_lifts,
+				    &s->lifts[s->n_lifts]);
+		if (r < 0)
+			return ward__error(err, r, "approval", "out of memory");
+		if (r > 0) {
+			s->n_lifts++;
+			r = copy_denials(s, o);
+			if (r < 0)
+				return ward__error(err, r, "approval", "out of memory");
+			return ask_lift(s, ret_action);
+		}
+	}
 	if (!denied || !wants_retry)
 		return 0;
 	if (!s->unsandboxed_allowed) {
@@ -1067,9 +1200,9 @@ void ward__approval_step_free(struct ward__approval_step *s)
 	free(s->reason);
 	strv_freep(&s->proposed);
 	free(s->notice);
-	for (size_t i = 0; i < s->n_denial_strings; i++)
-		free(s->denial_strings[i]);
-	free(s->denial_strings);
-	free(s->denials);
+	free_denials(s);
+	for (size_t i = 0; i < s->n_lifts; i++)
+		ward__lift_release(&s->lifts[i]);
+	ward_policy_free(s->lifted);
 	free(s);
 }

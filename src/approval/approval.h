@@ -16,6 +16,7 @@
 
 #include "basic/macro.h"
 #include "exec/exec.h"
+#include "net/proxy.h"
 #include "policy/policy.h"
 #include "rules/rules.h"
 #include "ward/ward.h"
@@ -224,6 +225,8 @@ struct ward__audit_record {
 	bool no_exit_code; /* the record has no exit_code member at all (a start) */
 	int exit_code;
 	const char *reason; /* or NULL */
+	/* A network record ("network" event, or a network question's answer): what was reached. */
+	const struct ward_net_event *net;
 };
 
 /*
@@ -239,6 +242,74 @@ WARD_INTERNAL int ward__audit_append(const char *path, const struct ward__audit_
 WARD_INTERNAL int ward__audit_format(const struct ward__audit_record *rec, char **ret_line);
 /* $XDG_STATE_HOME/ward/audit.jsonl, else $HOME/.local/state/ward/audit.jsonl. */
 WARD_INTERNAL int ward__audit_default_path(char **ret_path);
+
+/* ------------------------------------------------------------ the network (network.c) */
+
+/*
+ * The approver's side of the network by domain: what the proxy's decide
+ * hook answers for a host no pattern decides (the network_rule lines, then
+ * the answers given for this session), whether a person may be asked at
+ * all (not in mode never), the question to ask, and what an answer does
+ * (once, for the session, or always: a network_rule line in the user's
+ * rules file). Every allowed and refused host goes to the audit log.
+ */
+WARD_INTERNAL enum ward_net_decision ward__approval_net_decide(struct ward_approver *a,
+							       const struct ward_net_target *t,
+							       const char **ret_by);
+WARD_INTERNAL bool ward__approval_net_may_ask(const struct ward_approver *a);
+
+/* A network question and the strings it points to. */
+struct ward__net_question {
+	struct ward_approval_question q;
+	const char *argv[3];
+	char target[WARD_NET_HOST_MAX + 32];
+	char reason[WARD_NET_HOST_MAX + 64];
+	char rule[WARD_NET_HOST_MAX + 96];
+};
+WARD_INTERNAL void ward__approval_net_question(const struct ward_approver *a,
+					       const struct ward_net_target *t,
+					       struct ward__net_question *ret);
+/*
+ * What an answer means: allow or not, and does its part (remembers a
+ * session answer, writes the rule of an "always" one, logs). *ret_notice
+ * (may be NULL) names what went wrong writing the rule, for the person.
+ */
+WARD_INTERNAL bool ward__approval_net_answered(struct ward_approver *a,
+					       const struct ward_net_target *t,
+					       enum ward_review_decision d,
+					       const char **ret_notice);
+/* The audit log's line for a proxy event (ward_net_hooks.event). */
+WARD_INTERNAL void ward__approval_net_audit(struct ward_approver *a,
+					    const struct ward_net_event *ev);
+
+/* ------------------------------------------------------------ lifting protections (unprotect.c) */
+
+/* Protected paths one question offers to lift, and questions about them per command. */
+#define WARD_APPROVAL_MAX_LIFT 8
+#define WARD_APPROVAL_MAX_LIFT_ROUNDS 3
+
+/* The paths of one question, each with its reason (static), and the question's words. */
+struct ward__lift {
+	char *paths[WARD_APPROVAL_MAX_LIFT];
+	const char *reasons[WARD_APPROVAL_MAX_LIFT];
+	size_t n;
+	char *text;
+};
+WARD_INTERNAL void ward__lift_release(struct ward__lift *l);
+/*
+ * The default protections the n denials of a run under p ran into (writes,
+ * creations, removals, renames of protected paths), at most
+ * WARD_APPROVAL_MAX_LIFT, none of those in the n_already earlier lifts, into
+ * ret (released first) with the question's text. Returns how many, or
+ * -ENOMEM.
+ */
+WARD_INTERNAL int ward__lift_find(const struct ward_policy *p, const struct ward__denial *d,
+				  size_t n, const struct ward__lift *already, size_t n_already,
+				  struct ward__lift *ret);
+/* base (unresolved settings copied) with every path of the lifts unprotected, resolved. */
+WARD_INTERNAL int ward__lift_policy(const struct ward_policy *base, const struct ward__lift *lifts,
+				    size_t n_lifts, struct ward_policy **ret,
+				    struct ward_error *err);
 
 /* ------------------------------------------------------------ policies (approval.c) */
 

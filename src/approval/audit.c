@@ -96,6 +96,23 @@ static int format(struct ward__buf *b, const struct ward__audit_record *rec, boo
 		r = ward__buf_append_str(b, ",\"exit_code\":null");
 	if (r >= 0 && rec->reason)
 		r = kv_string(b, "reason", rec->reason, text_max);
+	if (r >= 0 && rec->net) {
+		const struct ward_net_event *ev = rec->net;
+
+		r = ward__buf_append_str(b, ",\"network\":{\"host\":");
+		if (r >= 0)
+			r = ward__json_append_string(b, ev->target->host, strlen(ev->target->host));
+		if (r >= 0)
+			r = ward__buf_printf(b, ",\"port\":%u,\"protocol\":\"%s\"",
+					     ev->target->port,
+					     ward__net_protocol_name(ev->target->protocol));
+		if (r >= 0 && ev->address)
+			r = kv_string(b, "address", ev->address, text_max);
+		if (r >= 0)
+			r = ward__buf_printf(b, ",\"bytes_out\":%llu,\"bytes_in\":%llu}",
+					     (unsigned long long)ev->bytes_out,
+					     (unsigned long long)ev->bytes_in);
+	}
 	if (r >= 0 && compact)
 		r = ward__buf_append_str(b, ",\"truncated\":true");
 	if (r >= 0)

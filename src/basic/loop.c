@@ -648,7 +648,18 @@ int ward__loop_iterate(struct ward__loop *l, int timeout_ms)
 		}
 	}
 	run_due_timers(l);
+	/*
+	 * Armed for what the callbacks added too: a caller that polls the
+	 * loop's fd from a loop of its own (ward__loop_fd()) must be woken by
+	 * the earliest timer without calling in first.
+	 */
+	arm_timerfd(l);
 	return 0;
+}
+
+int ward__loop_fd(const struct ward__loop *l)
+{
+	return l->epfd;
 }
 
 int ward__loop_run(struct ward__loop *l)

@@ -107,6 +107,13 @@ WARD_INTERNAL int ward__loop_run(struct ward__loop *l);
  * dispatches them and every due timer. Returns 0, or -errno.
  */
 WARD_INTERNAL int ward__loop_iterate(struct ward__loop *l, int timeout_ms);
+/*
+ * The loop's epoll fd, for a caller with a poll loop of its own (ward run):
+ * it polls readable when a registration or a timer is due; then call
+ * ward__loop_iterate(l, 0). Timers are armed by every iteration, so the
+ * fd also wakes for the timers the callbacks added.
+ */
+WARD_INTERNAL int ward__loop_fd(const struct ward__loop *l);
 WARD_INTERNAL void ward__loop_quit(struct ward__loop *l, int code);
 WARD_INTERNAL bool ward__loop_quitting(const struct ward__loop *l);
 /* The time the current iteration started (CLOCK_MONOTONIC ns); cheap. */

@@ -472,3 +472,52 @@ int ward__pipe_one_nonblock(int fds[2], int nonblock_end)
 	}
 	return r;
 }
+
+/* ---- the user */
+
+/*
+ * The home directory of uid from /etc/passwd, read directly: the CLI is
+ * linked statically, where getpwuid() would need the C library's NSS modules
+ * at run time.
+ */
+static char *passwd_home(uid_t uid)
+{
+	_cleanup_fclose_ FILE *f = fopen("/etc/passwd", "re");
+	char line[4096];
+
+	if (!f)
+		return NULL;
+	for (unsigned n = 0; n < 100000 && fgets(line, sizeof(line), f); n++) {
+		char *field[7] = {0}, *p = line;
+		size_t k = 0;
+		uint64_t u;
+
+		line[strcspn(line, "\n")] = '\0';
+		while (k < 7) {
+			field[k++] = p;
+			p = strchr(p, ':');
+			if (!p)
+				break;
+			*p++ = '\0';
+		}
+		if (k == 7 && ward__parse_u64(field[2], &u) == 0 && u == (uint64_t)uid &&
+		    field[5][0] == '/')
+			return strdup(field[5]);
+	}
+	return NULL;
+}
+
+int ward__home_dir(char **ret_home)
+{
+	const char *h = getenv("HOME");
+	char *s;
+
+	if (h && h[0] == '/')
+		s = strdup(h);
+	else
+		s = passwd_home(getuid());
+	if (!s)
+		return -ENOENT;
+	*ret_home = s;
+	return 0;
+}

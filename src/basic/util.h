@@ -85,3 +85,8 @@ WARD_INTERNAL int ward__parse_size(const char *s, uint64_t *ret);
 
 WARD_INTERNAL uint64_t ward__now_ms(void); /* CLOCK_MONOTONIC */
 WARD_INTERNAL uint64_t ward__now_ns(void);
+
+/* ---- the user */
+
+/* The user's home directory ($HOME, else the password file). malloc()ed, -ENOENT. */
+WARD_INTERNAL int ward__home_dir(char **ret_home);

@@ -142,6 +142,7 @@ int cli_run_approved(struct cli_run_args *a)
 		goto out;
 	r = ward__approval_begin(ap, a->policy, (const char *const *)a->argv, a->approval_req, &s,
 				 &act, &err);
+	a->approver = ap;
 	while (r >= 0) {
 		notice(&act, &last_notice);
 		if (act.kind == WARD__APPROVAL_ASK) {
@@ -209,6 +210,7 @@ int cli_run_approved(struct cli_run_args *a)
 		code = cli_print_result(res, extra);
 	}
 out:
+	a->approver = NULL;
 	ward_result_free(res);
 	ward__approval_step_free(s);
 	ward_approver_free(ap);

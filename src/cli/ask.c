@@ -108,20 +108,47 @@ static void show(FILE *f, const struct ward_approval_question *q)
 	while (q->argv[n])
 		n++;
 	cmd = ward__shell_join(q->argv, n);
+	if (q->network_target) {
+		/* The network by domain: a host no pattern or rule decides, its connection waiting. */
+		fprintf(f,
+			"\r\nward: the command wants to reach a host (its connection waits)\r\n");
+		field(f, "host", q->network_target, 600);
+		field(f, "reason", q->reason, 1000);
+		fputs("  [y] yes, once   [a] yes, for this session   ", f);
+		if (q->proposed_network_rule &&
+		    (q->decisions & (1u << WARD_REVIEW_APPROVED_EXECPOLICY_AMENDMENT))) {
+			_cleanup_free_ char *safe = cli_sanitize(q->proposed_network_rule, 600);
+
+			fprintf(f, "[p] yes, always (%s)   ", safe ? safe : "?");
+		}
+		fputs("[n] no   [q] abort\r\n> ", f);
+		fflush(f);
+		return;
+	}
 	fprintf(f, "\r\nward: %s\r\n",
-		q->retry ? "the sandbox denied this command; run it again OUTSIDE the sandbox?"
+		q->unprotect
+			? "the sandbox kept this command from changing a protected path; run it "
+			  "again (in the sandbox) with that path writable, this once?"
+			: q->retry
+			? "the sandbox denied this command; run it again OUTSIDE the sandbox?"
 			: q->unsandboxed ? "approval needed to run this command OUTSIDE the sandbox"
 					 : "approval needed to run this command (in the sandbox)");
 	field(f, "command", cmd, 2000);
 	field(f, "directory", q->cwd, 1000);
-	field(f, "reason", q->reason, 1000);
+	for (size_t i = 0; q->unprotect && q->unprotect[i]; i++)
+		field(f, i ? "" : "writable", q->unprotect[i], 1000);
+	field(f, "reason", q->reason, 2000);
 	field(f, "note", q->justification, 1000);
 	for (size_t i = 0; i < q->n_denials && i < 8; i++) {
 		char line[WARD_ERROR_MESSAGE_MAX];
 		const char *name = strerrorname_np(q->denials[i].error);
 
-		snprintf(line, sizeof(line), "%s %s (%s, %s)", q->denials[i].access,
-			 q->denials[i].target, q->denials[i].syscall, name ? name : "?");
+		snprintf(line, sizeof(line), "%s %s (%s%s%s%s%s)", q->denials[i].access,
+			 q->denials[i].target,
+			 q->denials[i].syscall[0] ? q->denials[i].syscall : "",
+			 q->denials[i].syscall[0] ? ", " : "", name ? name : "guard",
+			 q->denials[i].reason ? ": " : "",
+			 q->denials[i].reason ? q->denials[i].reason : "");
 		field(f, i ? "" : "denied", line, 300);
 	}
 	if (q->n_denials > 8 || q->denials_dropped)

@@ -17,6 +17,7 @@
 #include <getopt.h>
 
 #include "basic/macro.h"
+#include "net/proxy.h"
 #include "ward/ward.h"
 
 #define WARD_EXIT_TIMEOUT 124
@@ -54,7 +55,23 @@ struct cli_run_args {
 	struct ward_approval_request *approval_req; /* created by the first per-call option */
 	const char *prefix_rule[65]; /* --prefix-rule words, NULL-terminated */
 	size_t n_prefix_rule;
+	/*
+	 * While the approval runner runs the command: its approver, which the
+	 * network by domain asks (netask.c); NULL otherwise.
+	 */
+	struct ward_approver *approver;
 };
+
+/*
+ * The network by domain under approvals (netask.c): the proxy's hooks that
+ * decide from the approver's rules and session answers, ask on the terminal
+ * while the connection waits, and write every host to the audit log. The
+ * context lives as long as the run.
+ */
+struct cli_netask {
+	struct ward_approver *approver;
+};
+void cli_netask_hooks(struct cli_netask *c, struct ward_net_hooks *ret);
 
 /* What a plain run reports for the approval runner (run-plain.c). */
 struct cli_run_report {
@@ -129,6 +146,12 @@ void cli_run_report_release(struct cli_run_report *rep);
 /* A captured run under policy: 0 and *ret_result, or ward's exit status after reporting. */
 int cli_run_capture(struct cli_run_args *a, struct ward_policy *policy,
 		    struct ward_result **ret_result);
+/*
+ * Once per process: a warning on stderr when the resolved policy's autorun
+ * scan stopped at a bound (deeper names not all protected): ward never gives
+ * less silently.
+ */
+void cli_warn_policy(const struct ward_policy *policy);
 /* Prints res as JSON, with extra_json ("key":value,...) added as members; returns its exit code. */
 int cli_print_result(struct ward_result *res, const char *extra_json);
 /*

@@ -91,7 +91,7 @@ struct item {
 int cli_doctor(int argc, char **argv)
 {
 	const struct ward__features *f;
-	struct item items[8];
+	struct item items[9];
 	size_t n = 0;
 	char aa_cmd[4 * PATH_MAX + 512] = "", aa_profile[PATH_MAX + 32] = "";
 	bool aa_ok = false, aa = false;
@@ -186,6 +186,24 @@ int cli_doctor(int argc, char **argv)
 	if (!f->cgroup2_delegated)
 		items[n].hint =
 			"not needed by 'ward run' today; for resource limits run ward under 'systemd-run --user --scope -p Delegate=yes'";
+	n++;
+
+	/*
+	 * The network by domain is a proxy reached only from the sandbox's own
+	 * network namespace: without namespaces it cannot be enforced, and
+	 * --allow-domain is refused (exit 125) rather than pretended.
+	 */
+	items[n] = (struct item){"network by domain", f->userns || f->rootns, "", NULL};
+	snprintf(
+		items[n].detail, sizeof(items[n].detail), "%s",
+		!(f->userns || f->rootns)
+			? "unavailable: needs a network namespace; --allow-domain is refused"
+			: f->seccomp_user_notif
+			? "available: proxy variables, the DNS stub, and tools that ignore both"
+			: "available through the proxy variables and the DNS stub; tools that connect "
+			  "on their own are refused (no seccomp user notification)");
+	if (!(f->userns || f->rootns))
+		items[n].hint = "the user namespaces above (or run ward as root)";
 	n++;
 
 	if (ward_policy_new(&p) == 0 && ward_policy_resolve(p, &err) == 0 && !f->userns &&

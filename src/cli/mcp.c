@@ -32,8 +32,15 @@ static const char mcp_help[] =
 	"                               call's workdir only moves where its command starts)\n"
 	"  -w, --writable PATH          add a writable root (repeatable)\n"
 	"      --protect PATH           keep PATH read-only inside writable roots (repeatable)\n"
+	"      --unprotect PATH         lift the default protection of PATH (.vscode, a PATH\n"
+	"                               directory, ...) and beneath it (repeatable)\n"
 	"      --deny-read PATH         make a file or directory unreadable inside (repeatable)\n"
 	"      --network off|on         network access (default off; loopback works inside)\n"
+	"      --allow-domain PATTERN   the network by domain: only these hosts, through ward's\n"
+	"                               proxy (repeatable; docs/policy.md)\n"
+	"      --deny-domain PATTERN    refuse these hosts whatever allows them (repeatable)\n"
+	"      --allow-address CIDR     a non-public range the proxy may reach (repeatable)\n"
+	"      --dns-server IP[:PORT]   the DNS server the proxy resolves names with\n"
 	"      --allow-unix-socket PATH let commands connect to this host unix socket\n"
 	"      --policy FILE            read the policy from JSON (ward's or Codex's form)\n"
 	"      --exclude-slash-tmp      do not make /tmp writable\n"
@@ -62,6 +69,11 @@ static const char mcp_help[] =
 	"                               when full, the least recently used goes\n"
 	"      --shell PATH             shell for the commands (default: $SHELL, /bin/bash)\n"
 	"      --no-login               run 'SHELL -c CMD' instead of 'SHELL -lc CMD'\n"
+	"      --login-snapshot on|off  on (default): the login shell (bash, zsh, sh) runs once,\n"
+	"                               in a sandbox, and login commands run 'SHELL -c CMD'\n"
+	"                               after reading what it left (functions, aliases,\n"
+	"                               options, variables); off: 'SHELL -lc CMD', the profile\n"
+	"                               in every command\n"
 	"      --audit-log FILE|none    where every command started is recorded with the\n"
 	"                               client's tool call ('ward audit'; default\n"
 	"                               $XDG_STATE_HOME/ward/audit.jsonl)\n"
@@ -72,6 +84,7 @@ enum {
 	OPT_MAX_SESSIONS = CLI_EXTRA_OPTION_BASE,
 	OPT_SHELL,
 	OPT_NO_LOGIN,
+	OPT_LOGIN_SNAPSHOT,
 	OPT_AUDIT_LOG,
 };
 
@@ -79,6 +92,7 @@ static const struct option mcp_options[] = {
 	{"max-sessions", required_argument, NULL, OPT_MAX_SESSIONS},
 	{"shell", required_argument, NULL, OPT_SHELL},
 	{"no-login", no_argument, NULL, OPT_NO_LOGIN},
+	{"login-snapshot", required_argument, NULL, OPT_LOGIN_SNAPSHOT},
 	{"audit-log", required_argument, NULL, OPT_AUDIT_LOG},
 	{0},
 };
@@ -87,6 +101,7 @@ struct mcp_args {
 	size_t max_sessions;
 	const char *shell;
 	int login;
+	bool no_login_snapshot;
 	const char *audit_log;
 };
 
@@ -114,6 +129,13 @@ static int handle_option(int c, const char *arg, void *userdata)
 		return 0;
 	case OPT_NO_LOGIN:
 		m->login = 0;
+		return 0;
+	case OPT_LOGIN_SNAPSHOT:
+		if (strcmp(arg, "on") != 0 && strcmp(arg, "off") != 0) {
+			cli_errorf("mcp: --login-snapshot '%s': expected on or off", arg);
+			return -1;
+		}
+		m->no_login_snapshot = strcmp(arg, "off") == 0;
 		return 0;
 	case OPT_AUDIT_LOG:
 		m->audit_log = arg;
@@ -184,6 +206,7 @@ int cli_mcp(int argc, char **argv)
 	cfg.max_sessions = m.max_sessions;
 	cfg.shell = m.shell;
 	cfg.login = m.login;
+	cfg.no_login_snapshot = m.no_login_snapshot;
 	cfg.approver = ap;
 	cfg.audit_path = audit_path;
 	r = ward__mcp_serve(&cfg, STDIN_FILENO, STDOUT_FILENO, &err);

@@ -12,6 +12,7 @@
 #include "basic/cleanup.h"
 #include "basic/util.h"
 #include "cli/cli.h"
+#include "policy/policy.h"
 
 #define STDIN_FILE_MAX (64ULL << 20)
 
@@ -36,11 +37,29 @@ void cli_report_error(const struct ward_error *err)
 		fprintf(stderr, "ward: %s\n", err->message[0] ? err->message : "unknown error");
 }
 
+void cli_warn_policy(const struct ward_policy *policy)
+{
+	static bool warned;
+
+	if (warned || !policy || !policy->resolved || !policy->scan_cut)
+		return;
+	warned = true;
+	cli_errorf(
+		"warning: the scan for autorun names stopped at a bound (%d directories, %d entries, %d ms): names deeper than %u levels beneath the writable roots are not all protected (see 'ward policy show')",
+		WARD_AUTORUN_MAX_DIRS, WARD_AUTORUN_MAX_ENTRIES, WARD_AUTORUN_SCAN_MS,
+		policy->scan_depth);
+}
+
 enum {
 	OPT_PROTECT = 0x100,
+	OPT_UNPROTECT,
 	OPT_DENY_READ,
 	OPT_NETWORK,
 	OPT_ALLOW_UNIX_SOCKET,
+	OPT_ALLOW_DOMAIN,
+	OPT_DENY_DOMAIN,
+	OPT_ALLOW_ADDRESS,
+	OPT_DNS_SERVER,
 	OPT_POLICY,
 	OPT_EXCLUDE_SLASH_TMP,
 	OPT_EXCLUDE_TMPDIR,
@@ -73,9 +92,14 @@ static const struct option run_options[] = {
 	{"cd", required_argument, NULL, 'C'},
 	{"writable", required_argument, NULL, 'w'},
 	{"protect", required_argument, NULL, OPT_PROTECT},
+	{"unprotect", required_argument, NULL, OPT_UNPROTECT},
 	{"deny-read", required_argument, NULL, OPT_DENY_READ},
 	{"network", required_argument, NULL, OPT_NETWORK},
 	{"allow-unix-socket", required_argument, NULL, OPT_ALLOW_UNIX_SOCKET},
+	{"allow-domain", required_argument, NULL, OPT_ALLOW_DOMAIN},
+	{"deny-domain", required_argument, NULL, OPT_DENY_DOMAIN},
+	{"allow-address", required_argument, NULL, OPT_ALLOW_ADDRESS},
+	{"dns-server", required_argument, NULL, OPT_DNS_SERVER},
 	{"policy", required_argument, NULL, OPT_POLICY},
 	{"exclude-slash-tmp", no_argument, NULL, OPT_EXCLUDE_SLASH_TMP},
 	{"exclude-tmpdir-env-var", no_argument, NULL, OPT_EXCLUDE_TMPDIR},
@@ -250,6 +274,11 @@ static int parse_args(int argc, char **argv, const char *verb, bool allow_run_op
 			if (r < 0)
 				return fail_path(verb, "--protect", optarg, r);
 			break;
+		case OPT_UNPROTECT:
+			r = ward_policy_add_unprotect(a->policy, optarg);
+			if (r < 0)
+				return fail_path(verb, "--unprotect", optarg, r);
+			break;
 		case OPT_DENY_READ:
 			r = ward_policy_add_deny_read(a->policy, optarg);
 			if (r < 0)
@@ -269,6 +298,27 @@ static int parse_args(int argc, char **argv, const char *verb, bool allow_run_op
 			r = ward_policy_add_unix_socket(a->policy, optarg);
 			if (r < 0)
 				return fail_path(verb, "--allow-unix-socket", optarg, r);
+			break;
+		case OPT_ALLOW_DOMAIN:
+		case OPT_DENY_DOMAIN:
+		case OPT_ALLOW_ADDRESS:
+		case OPT_DNS_SERVER:
+			r = c == OPT_ALLOW_DOMAIN
+				? ward_policy_add_allow_domain(a->policy, optarg, &err)
+				: c == OPT_DENY_DOMAIN
+				? ward_policy_add_deny_domain(a->policy, optarg, &err)
+				: c == OPT_ALLOW_ADDRESS
+				? ward_policy_add_allow_address(a->policy, optarg, &err)
+				: ward_policy_set_dns_server(a->policy, optarg, &err);
+			if (r < 0) {
+				cli_errorf("%s: --%s: %s", verb,
+					   c == OPT_ALLOW_DOMAIN	    ? "allow-domain"
+						   : c == OPT_DENY_DOMAIN   ? "deny-domain"
+						   : c == OPT_ALLOW_ADDRESS ? "allow-address"
+									    : "dns-server",
+					   err.message);
+				return -1;
+			}
 			break;
 		case OPT_POLICY:
 			r = ward_policy_load_file(a->policy, optarg, &err);

@@ -18,8 +18,8 @@ static const char policy_help[] =
 	"against the filesystem (canonical roots, protected and denied paths), and the\n"
 	"enforcement layers this host gives, as one JSON object.\n"
 	"\n"
-	"Options: the policy options of 'ward run' (-s, -C, -w, --protect, --deny-read,\n"
-	"--network, --allow-unix-socket, --policy, --exclude-slash-tmp,\n"
+	"Options: the policy options of 'ward run' (-s, -C, -w, --protect, --unprotect,\n"
+	"--deny-read, --network, --allow-unix-socket, --policy, --exclude-slash-tmp,\n"
 	"--exclude-tmpdir-env-var, --require-isolation); -h, --help.\n";
 
 int cli_policy(int argc, char **argv)

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "approval/approval.h"
 #include "basic/cleanup.h"
 #include "cli/cli.h"
 #include "exec/exec.h"
@@ -42,6 +43,8 @@ static void fallback_warning(const struct ward_result *res)
 int cli_run_capture(struct cli_run_args *a, struct ward_policy *policy,
 		    struct ward_result **ret_result)
 {
+	struct cli_netask netask = {.approver = a->approver};
+	struct ward_net_hooks net_hooks;
 	struct ward_error err = {0};
 	struct ward_result *res = NULL;
 	struct ward_cancel *cancel = NULL;
@@ -53,6 +56,7 @@ int cli_run_capture(struct cli_run_args *a, struct ward_policy *policy,
 		cli_report_error(&err);
 		return WARD_EXIT_FAILURE;
 	}
+	cli_warn_policy(policy);
 	if (a->argv) {
 		r = ward_run_options_set_argv(a->opts, (const char *const *)a->argv);
 		if (r < 0) {
@@ -68,6 +72,12 @@ int cli_run_capture(struct cli_run_args *a, struct ward_policy *policy,
 	 * run is over, ends on its own meanwhile (a zombie until ward exits).
 	 */
 	ward__run_options_set_caller_exits(a->opts, true);
+	/* Under approvals the network by domain asks the approver (netask.c). */
+	if (a->approver) {
+		cli_netask_hooks(&netask, &net_hooks);
+		a->opts->net_hooks = &net_hooks;
+		a->opts->net_ask = ward__approval_net_may_ask(a->approver);
+	}
 	if (a->have_timeout)
 		ward_run_options_set_timeout_ms(a->opts, a->timeout_ms);
 	if (a->stdin_inherit)
@@ -96,6 +106,8 @@ int cli_run_capture(struct cli_run_args *a, struct ward_policy *policy,
 	sigaction(SIGHUP, &old_hup, NULL);
 	run_cancel = NULL;
 	ward_cancel_free(cancel);
+	/* The hooks lived on this function's stack. */
+	a->opts->net_hooks = NULL;
 
 	if (r < 0) {
 		cli_report_error(&err);

@@ -28,6 +28,8 @@
 #include "basic/util.h"
 #include "cli/cli.h"
 #include "exec/exec.h"
+#include "approval/approval.h"
+#include "exec/netproxy.h"
 #include "sandbox/sandbox.h"
 
 /* ------------------------------------------------------------ the plain run's report */
@@ -157,6 +159,25 @@ static void print_fallback_warning(const struct ward__sandbox *sb)
 		sb->fallback_missing);
 }
 
+/* The proxy's refusals, one line each (a few), so that a failed download says why. */
+static void print_net_denials(const struct ward__sandbox *sb)
+{
+	size_t shown = 0, more = 0;
+
+	for (size_t i = 0; i < sb->n_denials; i++) {
+		if (strcmp(sb->denials[i].access, "network") != 0 || !sb->denials[i].reason)
+			continue;
+		if (shown++ >= 8) {
+			more++;
+			continue;
+		}
+		cli_errorf("run: network access to '%s' refused (%s)", sb->denials[i].target,
+			   sb->denials[i].reason);
+	}
+	if (more)
+		cli_errorf("run: and %zu more network refusals", more);
+}
+
 int cli_run_plain(struct cli_run_args *a, struct ward_policy *policy, struct cli_run_report *rep)
 {
 	/* With a report wanted (approvals), the sandbox's denials are observed and handed back. */
@@ -167,6 +188,8 @@ int cli_run_plain(struct cli_run_args *a, struct ward_policy *policy, struct cli
 	_cleanup_strv_free_ char **envp = NULL;
 	_cleanup_close_ int sfd = -1, tfd = -1, stdin_fd = -1;
 	bool timed_out = false, stdin_open, master_open;
+	struct ward__netproxy *net = NULL;
+	struct cli_netask netask = {.approver = a->approver};
 	sigset_t set;
 	int code = WARD_EXIT_FAILURE, r;
 
@@ -175,6 +198,7 @@ int cli_run_plain(struct cli_run_args *a, struct ward_policy *policy, struct cli
 		cli_report_error(&err);
 		return WARD_EXIT_FAILURE;
 	}
+	cli_warn_policy(policy);
 	/* A second run (a retry outside the sandbox) starts from a clean terminal state. */
 	tty = (struct tty_state){.term_in = -1, .term_out = -1, .master = -1};
 	r = ward__exec_env_build(a->opts, policy, &envp);
@@ -233,6 +257,21 @@ int cli_run_plain(struct cli_run_args *a, struct ward_policy *policy, struct cli
 	}
 	if (!sb.isolated && policy->mode != WARD_MODE_DANGER_FULL_ACCESS)
 		print_fallback_warning(&sb);
+	/* The network by domain: the proxy runs here, in ward, for as long as the sandbox. */
+	if (sb.net_fd >= 0) {
+		struct ward_net_hooks hooks;
+
+		cli_netask_hooks(&netask, &hooks);
+		r = ward__netproxy_start(NULL, &sb, policy, a->approver ? &hooks : NULL,
+					 a->approver && ward__approval_net_may_ask(a->approver),
+					 &net, &err);
+		if (r < 0) {
+			ward__sandbox_release(&sb);
+			tty_restore();
+			cli_report_error(&err);
+			return WARD_EXIT_FAILURE;
+		}
+	}
 
 	if (a->have_timeout) {
 		struct itimerspec its = {
@@ -251,7 +290,7 @@ int cli_run_plain(struct cli_run_args *a, struct ward_policy *policy, struct cli
 	stdin_open = tty.active && tty.term_in >= 0;
 	master_open = tty.active;
 	for (;;) {
-		struct pollfd p[7] = {
+		struct pollfd p[8] = {
 			{.fd = sb.pidfd, .events = POLLIN},
 			{.fd = sfd, .events = POLLIN},
 			{.fd = sb.report_fd, .events = POLLIN},
@@ -259,6 +298,7 @@ int cli_run_plain(struct cli_run_args *a, struct ward_policy *policy, struct cli
 			{.fd = tfd, .events = POLLIN},
 			{.fd = master_open ? tty.master : -1, .events = POLLIN},
 			{.fd = stdin_open ? tty.term_in : -1, .events = POLLIN},
+			{.fd = ward__netproxy_fd(net), .events = POLLIN},
 		};
 
 		/*
@@ -273,6 +313,8 @@ int cli_run_plain(struct cli_run_args *a, struct ward_policy *policy, struct cli
 				continue;
 			break;
 		}
+		if (p[7].revents)
+			ward__netproxy_dispatch(net);
 		if (p[5].revents & (POLLIN | POLLHUP | POLLERR))
 			master_open = relay(tty.master, tty.term_out);
 		if (p[6].revents & (POLLIN | POLLHUP | POLLERR))
@@ -307,6 +349,9 @@ int cli_run_plain(struct cli_run_args *a, struct ward_policy *policy, struct cli
 			break;
 	}
 	r = ward__sandbox_wait(&sb, &code);
+	/* The proxy dies with the sandbox: nothing of it outlives the run. */
+	ward__netproxy_free(net);
+	net = NULL;
 	tty_restore();
 	if (r < 0) {
 		cli_errorf("run: cannot wait for the sandbox: %s", strerror(-r));
@@ -317,10 +362,14 @@ int cli_run_plain(struct cli_run_args *a, struct ward_policy *policy, struct cli
 	/* The guard's reports: a change ward saw (no syscall was refused), undone. */
 	if (sb.guard_tripped)
 		for (size_t i = 0; i < sb.n_denials; i++)
-			if (!sb.denials[i].syscall[0] && sb.denials[i].error == 0)
+			if (!sb.denials[i].syscall[0] && sb.denials[i].error == 0 &&
+			    strcmp(sb.denials[i].access, "network") != 0)
 				cli_errorf(
-					"run: the command changed protected path '%s' (%s); the sandbox was stopped and the path restored",
-					sb.denials[i].target, sb.denials[i].access);
+					"run: the command changed protected path '%s' (%s%s%s); the sandbox was stopped and the path restored",
+					sb.denials[i].target, sb.denials[i].access,
+					sb.denials[i].reason ? ", " : "",
+					sb.denials[i].reason ? sb.denials[i].reason : "");
+	print_net_denials(&sb);
 	if (sb.guard_left[0])
 		cli_errorf(
 			"run: could not restore protected path %s; put it right by hand before git or an agent runs there",

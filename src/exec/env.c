@@ -42,6 +42,9 @@ struct env {
 	struct var *v;
 	size_t n;
 	size_t alloc;
+	/* Values made here (the proxy variables) rather than borrowed: freed with the set. */
+	char *owned[8];
+	size_t n_owned;
 };
 
 static void env_release(struct env *e)
@@ -49,7 +52,20 @@ static void env_release(struct env *e)
 	for (size_t i = 0; i < e->n; i++)
 		free(e->v[i].name);
 	free(e->v);
+	for (size_t i = 0; i < e->n_owned; i++)
+		free(e->owned[i]);
 	*e = (struct env){0};
+}
+
+/* A value the set keeps (value is malloc()ed, owned from the call on, also on failure). */
+static char *env_own(struct env *e, char *value)
+{
+	if (!value || e->n_owned >= ELEMENTSOF(e->owned)) {
+		free(value);
+		return NULL;
+	}
+	e->owned[e->n_owned++] = value;
+	return value;
 }
 
 static struct var *env_find(struct env *e, const char *name)
@@ -153,20 +169,137 @@ static int inherit(struct env *e, const struct ward_run_options *o)
 	return 0;
 }
 
+/*
+ * The network by domain: every spelling of the proxy variables the common
+ * tools read, pointing at the proxy's listeners on the sandbox's loopback
+ * (the inherited ones name the host's proxy, which the sandbox cannot
+ * reach). curl reads http_proxy only in lower case; Go, Python and most
+ * others read both cases; ALL_PROXY as socks5h:// makes the proxy resolve
+ * names; npm, yarn, pip, bundler and docker have keys of their own; Node's
+ * own fetch reads them only with NODE_USE_ENV_PROXY=1; Java reads none of
+ * them, only system properties, given through JAVA_TOOL_OPTIONS. Tools that
+ * read nothing still reach the proxy through the DNS stub (src/net).
+ */
+static int put_proxy_env(struct env *e)
+{
+	static const char *const http_names[] = {
+		"http_proxy",	      "https_proxy",
+		"HTTP_PROXY",	      "HTTPS_PROXY",
+		"npm_config_proxy",   "npm_config_https_proxy",
+		"NPM_CONFIG_PROXY",   "NPM_CONFIG_HTTPS_PROXY",
+		"YARN_HTTP_PROXY",    "YARN_HTTPS_PROXY",
+		"PIP_PROXY",	      "BUNDLE_HTTP_PROXY",
+		"BUNDLE_HTTPS_PROXY", "DOCKER_HTTP_PROXY",
+		"DOCKER_HTTPS_PROXY",
+	};
+	const struct var *jt = env_find(e, "JAVA_TOOL_OPTIONS");
+	char *http = NULL, *socks = NULL, *rsync = NULL, *java = NULL;
+	int r = 0;
+
+	/* The values live as long as the set: env_put() keeps pointers, not copies. */
+	if (asprintf(&http, "http://127.0.0.1:%d", WARD_NET_HTTP_PORT) < 0 || !env_own(e, http) ||
+	    asprintf(&socks, "socks5h://127.0.0.1:%d", WARD_NET_SOCKS5_PORT) < 0 ||
+	    !env_own(e, socks) || asprintf(&rsync, "127.0.0.1:%d", WARD_NET_HTTP_PORT) < 0 ||
+	    !env_own(e, rsync) ||
+	    asprintf(&java,
+		     "%s%s-Dhttp.proxyHost=127.0.0.1 -Dhttp.proxyPort=%d "
+		     "-Dhttps.proxyHost=127.0.0.1 -Dhttps.proxyPort=%d "
+		     "-Dhttp.nonProxyHosts=localhost|127.0.0.1|[::1]",
+		     jt ? jt->value : "", jt && jt->value[0] ? " " : "", WARD_NET_HTTP_PORT,
+		     WARD_NET_HTTP_PORT) < 0 ||
+	    !env_own(e, java))
+		return -ENOMEM;
+	for (size_t i = 0; r >= 0 && i < ELEMENTSOF(http_names); i++)
+		r = env_put(e, http_names[i], strlen(http_names[i]), http);
+	if (r >= 0)
+		r = env_put(e, "ALL_PROXY", strlen("ALL_PROXY"), socks);
+	if (r >= 0)
+		r = env_put(e, "all_proxy", strlen("all_proxy"), socks);
+	if (r >= 0)
+		r = env_put(e, "RSYNC_PROXY", strlen("RSYNC_PROXY"), rsync);
+	/* Loopback stays direct: a command's own servers are inside the sandbox. */
+	if (r >= 0)
+		r = env_put(e, "NO_PROXY", strlen("NO_PROXY"), "localhost,127.0.0.1,::1");
+	if (r >= 0)
+		r = env_put(e, "no_proxy", strlen("no_proxy"), "localhost,127.0.0.1,::1");
+	if (r >= 0)
+		r = env_put(e, "NODE_USE_ENV_PROXY", strlen("NODE_USE_ENV_PROXY"), "1");
+	if (r >= 0)
+		r = env_put(e, "JAVA_TOOL_OPTIONS", strlen("JAVA_TOOL_OPTIONS"), java);
+	if (r >= 0)
+		r = env_put(e, "WARD_SANDBOX_NETWORK", strlen("WARD_SANDBOX_NETWORK"), "by-domain");
+	return r;
+}
+
+/* The set as a NULL-terminated vector of "NAME=VALUE" strings, checked against the caps. */
+static int env_export(const struct env *e, char ***ret_envp)
+{
+	size_t bytes = 0;
+	char **envp;
+
+	for (size_t i = 0; i < e->n; i++)
+		bytes += strlen(e->v[i].name) + 1 + strlen(e->v[i].value) + 1;
+	if (e->n > WARD_ENV_MAX_VARS || bytes > WARD_ENV_MAX_BYTES)
+		return -E2BIG;
+	envp = calloc(e->n + 1, sizeof(char *));
+	if (!envp)
+		return -ENOMEM;
+	for (size_t i = 0; i < e->n; i++) {
+		size_t nl = strlen(e->v[i].name), vl = strlen(e->v[i].value);
+
+		envp[i] = malloc(nl + 1 + vl + 1);
+		if (!envp[i]) {
+			strv_freep(&envp);
+			return -ENOMEM;
+		}
+		memcpy(envp[i], e->v[i].name, nl);
+		envp[i][nl] = '=';
+		memcpy(envp[i] + nl + 1, e->v[i].value, vl + 1);
+	}
+	*ret_envp = envp;
+	return 0;
+}
+
+int ward__exec_env_add_net(const struct ward_policy *p, char ***envp)
+{
+	struct env e = {0};
+	char **out = NULL;
+	int r = 0;
+
+	if (!p || !ward__policy_net_by_domain(p))
+		return 0;
+	for (char **s = *envp; s && *s && r >= 0; s++) {
+		const char *eq = strchr(*s, '=');
+
+		if (eq && eq != *s)
+			r = env_put(&e, *s, (size_t)(eq - *s), eq + 1);
+	}
+	if (r >= 0)
+		r = put_proxy_env(&e);
+	if (r >= 0)
+		r = env_export(&e, &out);
+	env_release(&e);
+	if (r < 0)
+		return r;
+	strv_freep(envp);
+	*envp = out;
+	return 0;
+}
+
 int ward__exec_env_build(const struct ward_run_options *o, const struct ward_policy *p,
 			 char ***ret_envp)
 {
 	static const struct ward_run_options defaults = {.env_inherit = WARD_ENV_INHERIT_ALL};
 	bool network_off;
 	struct env e = {0};
-	size_t bytes = 0;
-	char **envp;
 	int r;
 
 	if (!o)
 		o = &defaults;
 	/* Without a policy, say the network is off: a false "off" is harmless, a false "on" misleads tools. */
-	network_off = !p || (!p->network && p->mode != WARD_MODE_DANGER_FULL_ACCESS);
+	network_off = !p ||
+		(!p->network && p->mode != WARD_MODE_DANGER_FULL_ACCESS &&
+		 !ward__policy_net_by_domain(p));
 
 	r = inherit(&e, o);
 	if (r < 0)
@@ -189,6 +322,8 @@ int ward__exec_env_build(const struct ward_run_options *o, const struct ward_pol
 			goto out;
 	}
 	r = env_put(&e, "WARD_SANDBOX", strlen("WARD_SANDBOX"), "1");
+	if (r >= 0 && p && ward__policy_net_by_domain(p))
+		r = put_proxy_env(&e);
 	if (r >= 0 && network_off)
 		r = env_put(&e, "WARD_SANDBOX_NETWORK_DISABLED",
 			    strlen("WARD_SANDBOX_NETWORK_DISABLED"), "1");
@@ -198,34 +333,7 @@ int ward__exec_env_build(const struct ward_run_options *o, const struct ward_pol
 	if (r < 0)
 		goto out;
 
-	/* Hard caps on what reaches execve(): beyond them the kernel would refuse anyway (E2BIG). */
-	for (size_t i = 0; i < e.n; i++)
-		bytes += strlen(e.v[i].name) + 1 + strlen(e.v[i].value) + 1;
-	if (e.n > WARD_ENV_MAX_VARS || bytes > WARD_ENV_MAX_BYTES) {
-		r = -E2BIG;
-		goto out;
-	}
-
-	envp = calloc(e.n + 1, sizeof(char *));
-	if (!envp) {
-		r = -ENOMEM;
-		goto out;
-	}
-	for (size_t i = 0; i < e.n; i++) {
-		size_t nl = strlen(e.v[i].name), vl = strlen(e.v[i].value);
-
-		envp[i] = malloc(nl + 1 + vl + 1);
-		if (!envp[i]) {
-			strv_freep(&envp);
-			r = -ENOMEM;
-			goto out;
-		}
-		memcpy(envp[i], e.v[i].name, nl);
-		envp[i][nl] = '=';
-		memcpy(envp[i] + nl + 1, e.v[i].value, vl + 1);
-	}
-	*ret_envp = envp;
-	r = 0;
+	r = env_export(&e, ret_envp);
 out:
 	env_release(&e);
 	return r;

@@ -26,6 +26,7 @@
 #include "basic/error.h"
 #include "basic/util.h"
 #include "exec/exec.h"
+#include "exec/netproxy.h"
 
 /* ------------------------------------------------------------ helpers */
 
@@ -423,6 +424,7 @@ enum source {
 	SRC_PIDFD,
 	SRC_TIMER,
 	SRC_CANCEL,
+	SRC_NET, /* the proxy's own loop (the network by domain) */
 };
 
 struct run {
@@ -430,6 +432,7 @@ struct run {
 	struct ward_cancel *cancel;
 	struct ward__sandbox sb;
 	bool spawned;
+	struct ward__netproxy *net;
 	int epfd;
 	int out_fd; /* read ends, O_NONBLOCK; -1 once at EOF */
 	int err_fd;
@@ -448,6 +451,8 @@ struct run {
 
 static void run_release(struct run *run)
 {
+	ward__netproxy_free(run->net);
+	run->net = NULL;
 	if (run->spawned && run->o->caller_exits && run->sb.have_status)
 		ward__sandbox_release_exiting(&run->sb);
 	else if (run->spawned)
@@ -619,6 +624,9 @@ static int handle_event(struct run *run, const struct epoll_event *ev)
 	case SRC_PIDFD:
 		on_init_exited(run);
 		return 0;
+	case SRC_NET:
+		ward__netproxy_dispatch(run->net);
+		return 0;
 	case SRC_TIMER:
 		n = read(run->timer_fd, &u, sizeof(u));
 		(void)n;
@@ -771,6 +779,7 @@ static int build_result(struct run *run, const struct ward_policy *policy, int w
 	res->landlock_abi = sb->landlock_abi;
 	res->seccomp = sb->seccomp;
 	res->network = policy->network || policy->mode == WARD_MODE_DANGER_FULL_ACCESS;
+	res->network_by_domain = ward__policy_net_by_domain(policy);
 	memcpy(res->fallback_missing, sb->fallback_missing, sizeof(res->fallback_missing));
 	res->fallback_missing[sizeof(res->fallback_missing) - 1] = '\0';
 	res->json_base64 = run->o->json_base64;
@@ -890,6 +899,13 @@ WARD_PUBLIC int ward_run(const struct ward_policy *policy, const struct ward_run
 		r = watch(&run, run.timer_fd, EPOLLIN, SRC_TIMER);
 	if (r >= 0 && cancel)
 		r = watch(&run, cancel->fd, EPOLLIN, SRC_CANCEL);
+	/* The network by domain: the proxy serves the sandbox from this loop, for as long as it lives. */
+	if (r >= 0 && run.sb.net_fd >= 0) {
+		r = ward__netproxy_start(NULL, &run.sb, policy, opts->net_hooks, opts->net_ask,
+					 &run.net, err);
+		if (r >= 0)
+			r = watch(&run, ward__netproxy_fd(run.net), EPOLLIN, SRC_NET);
+	}
 	if (r < 0) {
 		ward__error(err, r, "exec", "cannot watch the command: %m");
 		goto out_kill;
@@ -902,6 +918,11 @@ WARD_PUBLIC int ward_run(const struct ward_policy *policy, const struct ward_run
 	r = event_loop(&run, err);
 	if (r < 0)
 		goto out_kill;
+	/* The proxy goes with the command: nothing of it outlives the run. */
+	if (run.net)
+		epoll_ctl(run.epfd, EPOLL_CTL_DEL, ward__netproxy_fd(run.net), NULL);
+	ward__netproxy_free(run.net);
+	run.net = NULL;
 	/*
 	 * Leftovers die here (init reports the status only after killing them, so
 	 * this matters when it did not). A caller about to exit leaves the

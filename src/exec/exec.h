@@ -7,7 +7,8 @@
  * drives (proc.c, proc.h) and its pool of prepared sandboxes (pool.c,
  * pool.h).
  *
- * It may call src/sandbox, src/policy and src/basic (and include/ward/ward.h
+ * It may call src/sandbox, src/net (the proxy of a sandbox whose network is
+ * by domain: netproxy.c), src/policy and src/basic (and include/ward/ward.h
  * for the public types). src/session, src/approval, src/server and src/cli
  * call it; it calls none of them (the one-way rule of DESIGN.md). The owner
  * of a proc hears from it only through the callbacks it passed down (struct
@@ -20,6 +21,7 @@
 
 #include "basic/buf.h"
 #include "basic/macro.h"
+#include "net/proxy.h"
 #include "sandbox/sandbox.h"
 #include "ward/ward.h"
 
@@ -87,6 +89,12 @@ struct ward_run_options {
 	 * would wait for the kernel to tear its namespaces and inotify watches down.
 	 */
 	bool caller_exits;
+	/*
+	 * Internal: the network by domain's hooks (rules, questions, the audit
+	 * log) and whether questions may be asked; NULL: the patterns alone.
+	 */
+	const struct ward_net_hooks *net_hooks;
+	bool net_ask;
 };
 
 /* Internal: see caller_exits. */
@@ -138,6 +146,7 @@ struct ward_result {
 	int landlock_abi;
 	bool seccomp;
 	bool network;
+	bool network_by_domain; /* through ward's proxy (docs/policy.md) */
 	char fallback_missing[512]; /* empty unless running without namespaces */
 
 	bool json_base64; /* from the options: add base64 forms to the JSON */
@@ -199,7 +208,8 @@ WARD_INTERNAL size_t ward__capture_marker(uint64_t omitted, char *out);
  *   4. the include_only patterns (when any: variables matching none are dropped);
  *   5. the set entries, which replace or add;
  *   6. WARD_SANDBOX=1, and with the network off WARD_SANDBOX_NETWORK_DISABLED=1
- *      and CODEX_SANDBOX_NETWORK_DISABLED=1.
+ *      and CODEX_SANDBOX_NETWORK_DISABLED=1; with the network by domain the
+ *      proxy variables of every common tool, pointing at the sandbox's proxy.
  * Patterns are fnmatch(3) globs on the name, case-insensitive.
  * -E2BIG beyond WARD_ENV_MAX_VARS variables or WARD_ENV_MAX_BYTES bytes.
  * *ret_envp is a NULL-terminated malloc()ed vector of malloc()ed strings
@@ -207,6 +217,12 @@ WARD_INTERNAL size_t ward__capture_marker(uint64_t omitted, char *out);
  */
 WARD_INTERNAL int ward__exec_env_build(const struct ward_run_options *o,
 				       const struct ward_policy *p, char ***ret_envp);
+/*
+ * With the network by domain, sets the proxy variables (those step 6 of
+ * ward__exec_env_build() adds) in an environment the caller built itself
+ * (ward serve's explicit env), replacing *envp. Does nothing otherwise.
+ */
+WARD_INTERNAL int ward__exec_env_add_net(const struct ward_policy *p, char ***envp);
 /* The names inherited with inherit=core, NULL-terminated. */
 WARD_INTERNAL extern const char *const ward__env_core_names[];
 

@@ -52,6 +52,7 @@ struct ward__proc {
 	struct ward__sandbox sb;
 	bool spawned;
 	struct ward__proc_pool *pool; /* the pool it was started with (a reference), or NULL */
+	struct ward__netproxy *net; /* the network by domain's proxy, or NULL */
 
 	bool tty;
 	int out_fd[2]; /* stdout (or the pty master), stderr; -1 at EOF */
@@ -232,8 +233,12 @@ static void close_stdin_now(struct ward__proc *p)
  */
 static void maybe_release(struct ward__proc *p)
 {
-	if (p->closed && p->init_reaped && p->spawned)
+	if (p->closed && p->init_reaped && p->spawned) {
+		/* The proxy goes with the sandbox: nothing of it outlives the process. */
+		ward__netproxy_free(p->net);
+		p->net = NULL;
 		ward__sandbox_close(&p->sb);
+	}
 }
 
 /* Calls closed once: the status is known and no output stream is left. */
@@ -624,7 +629,8 @@ int ward__proc_start(struct ward__loop *l, const struct ward__proc_spec *spec,
 
 	p->start_ns = ward__now_ns();
 	r = -EAGAIN;
-	if (spec->pool && spec->n_keep_fds == 0 &&
+	/* A sandbox whose network is by domain is built at its start: its listeners are its own. */
+	if (spec->pool && spec->n_keep_fds == 0 && !ward__policy_net_by_domain(spec->policy) &&
 	    ward__proc_pool_take(spec->pool, spec->policy, spec->tty, so.observe_fs, &p->sb) > 0) {
 		/* A sandbox built ahead for this very policy: only the command is left to send. */
 		r = ward__sandbox_launch(&p->sb, &so, NULL);
@@ -644,6 +650,12 @@ int ward__proc_start(struct ward__loop *l, const struct ward__proc_spec *spec,
 		goto fail;
 	p->spawned = true;
 	ward__sandbox_set_guard_notify(&p->sb, on_guard_notify, p);
+	if (p->sb.net_fd >= 0) {
+		r = ward__netproxy_start(l, &p->sb, spec->policy, spec->net_hooks, spec->net_ask,
+					 &p->net, err);
+		if (r < 0)
+			goto fail;
+	}
 
 	if (spec->tty) {
 		if (p->sb.pty_master >= 0) {
@@ -836,22 +848,19 @@ static void proc_destroy(struct ward__proc *p)
 			close(p->out_fd[i]);
 	if (!p->tty && p->in_fd >= 0)
 		close(p->in_fd);
+	ward__netproxy_free(p->net);
+	p->net = NULL;
 	if (p->spawned) {
-		ward__sandbox_kill(&p->sb);
 		if (!p->init_reaped && p->sb.pidfd >= 0) {
 			/*
-			 * init dies from the kill above; the loop reaps it when it is gone
-			 * (its namespaces' teardown must not stall everyone else).
+			 * Killed, and reaped by the loop once gone (its namespaces'
+			 * teardown must not stall everyone else); where the loop cannot
+			 * take it, released the blocking way: the one path for this
+			 * and the pool's unused sandboxes.
 			 */
-			int dup = fcntl(p->sb.pidfd, F_DUPFD_CLOEXEC, 3);
-
-			if (dup >= 0) {
-				ward__loop_reap(l, dup, NULL, NULL);
-				ward__sandbox_release_exiting(&p->sb);
-			} else {
-				ward__sandbox_release(&p->sb);
-			}
+			ward__proc_abandon_sandbox(l, &p->sb);
 		} else {
+			ward__sandbox_kill(&p->sb);
 			ward__sandbox_release(&p->sb);
 		}
 	}

@@ -4,6 +4,7 @@
 #include "basic/loop.h"
 #include "basic/macro.h"
 #include "exec/exec.h"
+#include "exec/netproxy.h"
 #include "exec/pool.h"
 #include "sandbox/sandbox.h"
 
@@ -65,6 +66,13 @@ struct ward__proc_spec {
 	 * one ready, and has the pool prepare the next.
 	 */
 	struct ward__proc_pool *pool;
+	/*
+	 * The network by domain (a policy with host patterns): what decides
+	 * beyond the patterns and asks people (NULL: nothing), and whether
+	 * questions may be asked. The proxy lives as long as the sandbox.
+	 */
+	const struct ward_net_hooks *net_hooks;
+	bool net_ask;
 };
 
 /*

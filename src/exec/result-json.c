@@ -281,6 +281,9 @@ static int denials_json(struct ward__buf *b, const struct ward_result *res)
 			r = kv_str(b, "error", ename);
 		if (r >= 0)
 			r = kv_str(b, "target", d->target ? d->target : "");
+		/* Which protection refused it and why; absent when there is none to give. */
+		if (r >= 0 && d->reason)
+			r = kv_str(b, "reason", d->reason);
 		if (r >= 0)
 			r = ward__buf_append_byte(b, '}');
 	}
@@ -305,6 +308,7 @@ static size_t json_bound(const struct ward_result *res)
 	for (size_t i = 0; i < res->n_denials; i++)
 		n += 6 *
 				(sizeof(res->denials[i].access) + sizeof(res->denials[i].syscall) +
+				 (res->denials[i].reason ? strlen(res->denials[i].reason) : 0) +
 				 (res->denials[i].target ? strlen(res->denials[i].target) : 0)) +
 			128;
 	return n;
@@ -402,7 +406,9 @@ WARD_PUBLIC int ward_result_to_json(const struct ward_result *result, char **ret
 			&b,
 			",\"sandbox\":{\"isolation\":\"%s\",\"landlock_abi\":%d,\"seccomp\":%s,\"network\":\"%s\"",
 			isolation(res), res->landlock_abi, res->seccomp ? "true" : "false",
-			res->network ? "on" : "off");
+			res->network			 ? "on"
+				: res->network_by_domain ? "by-domain"
+							 : "off");
 	if (r >= 0)
 		r = kv_str(&b, "fallback_missing",
 			   res->fallback_missing[0] ? res->fallback_missing : NULL);

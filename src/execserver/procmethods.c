@@ -243,6 +243,12 @@ static int build_env(struct ward__xserver *s, json_t *params, const struct ward_
 		strv_freep(&envp);
 		return -1;
 	}
+	/* The network by domain: the proxy variables, whatever env the client gave. */
+	if (ward__exec_env_add_net(pol, &envp) < 0) {
+		strv_freep(&envp);
+		snprintf(why, size, "the environment is too large for the proxy variables");
+		return -1;
+	}
 	*ret = envp;
 	return 0;
 }
@@ -374,8 +380,9 @@ void ward__xs_handle_start(struct xconn *x, const struct ward__rpc_msg *m)
 		/* Never pretend: the network would be whatever the policy says, not a proxy's. */
 		ward__xs_reply_error(
 			x, &m->id, WARD_RPC_INVALID_PARAMS,
-			"managed network (a proxy with a domain policy) is not supported by ward: "
-			"use network restricted or enabled");
+			"managedNetwork is not supported by ward: give the hosts in the sandbox's "
+			"permissions (network: {\"enabled\": true, \"allowed_domains\": [...]}) "
+			"or in wardPolicy (\"allow_domains\")");
 		return;
 	}
 	if (ward__xs_proc_find(se, pid)) {

@@ -385,13 +385,15 @@ static json_t *denials_json(const struct ward__proc *pr)
 	for (size_t i = 0; a && i < sb->n_denials; i++) {
 		const struct ward__denial *d = &sb->denials[i];
 		const char *en = d->error > 0 ? strerrorname_np(d->error) : NULL;
+		json_t *e = json_pack("{s:s, s:o, s:o, s:o}", "access", d->access, "syscall",
+				      d->syscall[0] ? json_string(d->syscall) : json_null(),
+				      "error", en ? json_string(en) : json_null(), "target",
+				      ward__json_string_lossy(d->target, strlen(d->target)));
 
-		json_array_append_new(
-			a,
-			json_pack("{s:s, s:o, s:o, s:o}", "access", d->access, "syscall",
-				  d->syscall[0] ? json_string(d->syscall) : json_null(), "error",
-				  en ? json_string(en) : json_null(), "target",
-				  ward__json_string_lossy(d->target, strlen(d->target))));
+		/* Which protection refused it and why (ward's extension, absent when unknown). */
+		if (e && d->reason)
+			json_object_set_new(e, "reason", json_string(d->reason));
+		json_array_append_new(a, e);
 	}
 	return a;
 }

@@ -122,14 +122,17 @@ static json_t *elicit_params(struct mcp *m, struct approval *ap,
 	}
 	/* Room for 64 writable paths of PATH_MAX bytes, each escaped up to 6 times its size. */
 	ward__buf_init(&b, 4 << 20);
-	ward__buf_printf(&b, "%s\n\n$ %s\n(in %s)\n\nWhy ward asks: %s\n",
-			 q->retry ? "The sandbox refused this command. Run it again OUTSIDE the "
-				    "sandbox?"
-				 : q->unsandboxed
-				 ? "Allow this command to run OUTSIDE the sandbox "
-				   "(with your full access to files and the network)?"
-				 : "Allow this command to run (in the sandbox)?",
-			 cmd ? cmd : "?", cwd ? cwd : "?", reason ? reason : "?");
+	ward__buf_printf(
+		&b, "%s\n\n$ %s\n(in %s)\n\nWhy ward asks: %s\n",
+		q->unprotect	   ? "The sandbox kept this command from changing a protected "
+				     "path. Run it again, in the sandbox, with that path "
+				     "writable, this once?"
+			: q->retry ? "The sandbox refused this command. Run it again OUTSIDE the "
+				     "sandbox?"
+			: q->unsandboxed ? "Allow this command to run OUTSIDE the sandbox "
+					   "(with your full access to files and the network)?"
+					 : "Allow this command to run (in the sandbox)?",
+		cmd ? cmd : "?", cwd ? cwd : "?", reason ? reason : "?");
 	/*
 	 * The program that runs is the call's shell: when the agent chose one,
 	 * the person must see it, or "$ ls" could run a planted
@@ -156,15 +159,27 @@ static json_t *elicit_params(struct mcp *m, struct approval *ap,
 	}
 	if (ap->req && ap->req->network)
 		incomplete |= ward__buf_printf(&b, "With network access.\n") < 0;
+	/* The paths approving makes writable, each in full, as for a widening. */
+	for (size_t i = 0; q->unprotect && q->unprotect[i]; i++) {
+		_cleanup_free_ char *u = printable(q->unprotect[i], PATH_MAX);
+
+		incomplete |= !u ||
+			ward__buf_printf(&b, "%s  %s\n", i == 0 ? "Writable this once:\n" : "", u) <
+				0;
+	}
 	if (just)
 		ward__buf_printf(&b, "The agent says: %s\n", just);
 	for (size_t i = 0; i < q->n_denials && i < 10; i++) {
 		_cleanup_free_ char *t = printable(q->denials[i].target, 512);
 
-		ward__buf_printf(&b, "%s%s %s%s%s\n", i == 0 ? "\nThe sandbox refused:\n" : "",
-				 q->denials[i].access, t ? t : "?",
+		ward__buf_printf(&b, "%s%s %s%s%s%s%s%s\n",
+				 i == 0 ? "\nThe sandbox refused:\n" : "", q->denials[i].access,
+				 t ? t : "?",
 				 q->denials[i].syscall && q->denials[i].syscall[0] ? " by " : "",
-				 q->denials[i].syscall ? q->denials[i].syscall : "");
+				 q->denials[i].syscall ? q->denials[i].syscall : "",
+				 q->denials[i].reason ? " (" : "",
+				 q->denials[i].reason ? q->denials[i].reason : "",
+				 q->denials[i].reason ? ")" : "");
 	}
 	if (q->n_denials > 10 || q->denials_dropped)
 		ward__buf_printf(&b, "and %zu more\n",
@@ -563,8 +578,11 @@ void ward__mcp_handle_response(struct mcp *m, const struct ward__rpc_msg *msg)
 			ap = p->ap;
 			break;
 		}
-	if (!ap)
-		return; /* An answer to a question withdrawn meanwhile, or to nothing. */
+	if (!ap) {
+		/* A network question's answer, or one to a question withdrawn meanwhile, or to nothing. */
+		ward__mcp_net_response(m, msg);
+		return;
+	}
 	stop_asking(m, ap);
 	if (msg->kind == WARD_RPC_ERROR) {
 		_cleanup_free_ char *why = NULL;

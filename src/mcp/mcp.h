@@ -45,6 +45,7 @@ struct ward__mcp_config {
 	size_t max_sessions; /* 0: the default (64) */
 	const char *shell; /* NULL: the user's */
 	int login; /* -1: default (login shell) */
+	bool no_login_snapshot; /* login commands run -lc, without a snapshot (session.h) */
 	int progress_interval_ms; /* 0: 1000 */
 	/*
 	 * Approvals (docs/approvals.md): exec_command goes through it, questions

@@ -32,6 +32,7 @@ enum tool {
 };
 
 struct mcp;
+struct netq;
 
 /* An exec_command going through the approver (see "approvals" below). */
 struct approval {
@@ -90,7 +91,21 @@ struct mcp {
 	char client[65]; /* initialize's clientInfo.name, cut to 64 bytes, for the audit log */
 	bool audit_failed; /* the audit log could not be written (said once) */
 	int64_t next_request_id; /* ids of ward's own requests to the client */
+	struct netq *netqs; /* network questions in flight (netask.c) */
+	unsigned n_netqs;
 };
+
+/*
+ * netask.c: the network by domain under approvals. The proxies' hooks: the
+ * approver's rules and session answers, questions through elicitation while
+ * a connection waits, the audit log. A response of the client to one of
+ * those questions is taken (true), or not one of them (false). drop
+ * forgets every question (the server is going).
+ */
+struct ward_net_hooks;
+WARD_INTERNAL void ward__mcp_net_hooks(struct mcp *m, struct ward_net_hooks *ret);
+WARD_INTERNAL bool ward__mcp_net_response(struct mcp *m, const struct ward__rpc_msg *msg);
+WARD_INTERNAL void ward__mcp_net_drop(struct mcp *m);
 
 /* send.c: what goes to the client. */
 WARD_INTERNAL void ward__mcp_send_result(struct mcp *m, const struct ward__rpc_id *id,

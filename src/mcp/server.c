@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "approval/approval.h"
 #include "basic/error.h"
 #include "basic/loop.h"
 #include "basic/util.h"
@@ -272,16 +273,26 @@ int ward__mcp_serve(const struct ward__mcp_config *cfg, int in_fd, int out_fd,
 		.max_depth = WARD_RPC_DEFAULT_MAX_DEPTH,
 		.max_values = WARD_RPC_DEFAULT_MAX_VALUES,
 	};
+	/*
+	 * With an approver the network by domain follows its rules, asks the
+	 * person through elicitation while a connection waits (netask.c) and
+	 * logs every host.
+	 */
+	struct ward_net_hooks net_hooks;
 	struct ward__sessions_config sc = {
 		.policy = cfg->policy,
 		.env = cfg->env,
 		.max_sessions = cfg->max_sessions,
 		.shell = cfg->shell,
 		.login = cfg->login,
+		.net_hooks = cfg->approver ? &net_hooks : NULL,
+		.net_ask = cfg->approver && ward__approval_net_may_ask(cfg->approver),
+		.no_login_snapshot = cfg->no_login_snapshot,
 	};
 	struct mcp m = {.cfg = cfg};
 	int r;
 
+	ward__mcp_net_hooks(&m, &net_hooks);
 	r = ward__rpc_codec_init(&m.codec, WARD_RPC_JSONRPC2, &rl);
 	if (r < 0)
 		return ward__error(err, r, "mcp", "cannot set up the JSON-RPC codec: %m");
@@ -311,6 +322,7 @@ out:
 		ward__mcp_pending_free(&m, m.pending);
 	}
 	ward__sessions_free(m.sessions);
+	ward__mcp_net_drop(&m);
 	ward__loop_del_timer(m.loop, m.drain_timer);
 	if (m.conn) {
 		ward__lineconn_flush(m.conn, 2000);

@@ -49,13 +49,88 @@ WARD_PUBLIC int ward_policy_copy(const struct ward_policy *src, struct ward_poli
 	if (r >= 0)
 		r = strv_copy(&p->protect, &src->protect);
 	if (r >= 0)
+		r = strv_copy(&p->unprotect, &src->unprotect);
+	if (r >= 0)
 		r = strv_copy(&p->deny_read, &src->deny_read);
 	if (r >= 0)
 		r = strv_copy(&p->unix_sockets, &src->unix_sockets);
+	if (r >= 0)
+		r = ward__policy_copy_net(p, src);
 	if (r < 0) {
 		ward_policy_free(p);
 		return r;
 	}
+	*ret_policy = p;
+	return 0;
+}
+
+static char *dup_or_null(const char *s, bool *failed)
+{
+	char *c = s ? strdup(s) : NULL;
+
+	if (s && !c)
+		*failed = true;
+	return c;
+}
+
+int ward__policy_dup_resolved(const struct ward_policy *src, struct ward_policy **ret_policy)
+{
+	struct ward_policy *p;
+	bool failed = false;
+	int r;
+
+	if (!src || !src->resolved)
+		return -EINVAL;
+	r = ward_policy_new(&p);
+	if (r < 0)
+		return r;
+	p->mode = src->mode;
+	p->network = src->network;
+	p->resolved_cwd = dup_or_null(src->resolved_cwd, &failed);
+	p->home = dup_or_null(src->home, &failed);
+	r = strv_copy(&p->roots, &src->roots);
+	if (r >= 0)
+		r = strv_copy(&p->unprotected, &src->unprotected);
+	if (r >= 0)
+		r = strv_copy(&p->path_missing, &src->path_missing);
+	p->protected = calloc(src->n_protected + 1, sizeof(*p->protected));
+	p->deny = calloc(src->n_deny + 1, sizeof(*p->deny));
+	p->watches = calloc(src->n_watches + 1, sizeof(*p->watches));
+	if (r < 0 || failed || !p->protected || !p->deny || !p->watches) {
+		ward_policy_free(p);
+		return r < 0 ? r : -ENOMEM;
+	}
+	for (size_t i = 0; i < src->n_protected; i++) {
+		const struct ward__protected *e = &src->protected[i];
+
+		p->protected[i] = (struct ward__protected){
+			.path = dup_or_null(e->path, &failed),
+			.kind = e->kind,
+			.is_dir = e->is_dir,
+			.guard_dir = dup_or_null(e->guard_dir, &failed),
+			.guard_name = dup_or_null(e->guard_name, &failed),
+			.reason = e->reason,
+		};
+		p->n_protected++;
+	}
+	for (size_t i = 0; i < src->n_deny; i++) {
+		p->deny[i] = (struct ward__deny){.path = dup_or_null(src->deny[i].path, &failed),
+						 .is_dir = src->deny[i].is_dir};
+		p->n_deny++;
+	}
+	for (size_t i = 0; i < src->n_watches; i++) {
+		p->watches[i] = (struct ward__autorun_watch){
+			.path = dup_or_null(src->watches[i].path, &failed),
+			.at = src->watches[i].at};
+		p->n_watches++;
+	}
+	if (failed) {
+		ward_policy_free(p);
+		return -ENOMEM;
+	}
+	p->scan_depth = src->scan_depth;
+	p->scan_cut = src->scan_cut;
+	p->resolved = true;
 	*ret_policy = p;
 	return 0;
 }
@@ -112,7 +187,8 @@ int ward__policy_fingerprint(const struct ward_policy *p, struct ward__buf *b)
 			   (uint64_t)p->mode | (uint64_t)p->network << 8 |
 				   (uint64_t)p->require_isolation << 9 |
 				   (uint64_t)p->exclude_slash_tmp << 10 |
-				   (uint64_t)p->exclude_tmpdir_env_var << 11);
+				   (uint64_t)p->exclude_tmpdir_env_var << 11 |
+				   (uint64_t)ward__policy_net_by_domain(p) << 12);
 	if (r >= 0)
 		r = fp_str(b, p->resolved_cwd);
 	if (r >= 0)

@@ -21,7 +21,9 @@ struct parsed {
 	enum ward_sandbox_mode mode;
 	char *cwd;
 	bool network, exclude_slash_tmp, exclude_tmpdir_env_var, require_isolation;
-	struct ward__strv writable, protect, deny_read, sockets;
+	struct ward__strv writable, protect, unprotect, deny_read, sockets;
+	struct ward__strv allow_domains, deny_domains, allow_addresses;
+	char *dns_server;
 };
 
 static void parsed_release(struct parsed *x)
@@ -29,8 +31,13 @@ static void parsed_release(struct parsed *x)
 	free(x->cwd);
 	ward__strv_release(&x->writable);
 	ward__strv_release(&x->protect);
+	ward__strv_release(&x->unprotect);
 	ward__strv_release(&x->deny_read);
 	ward__strv_release(&x->sockets);
+	ward__strv_release(&x->allow_domains);
+	ward__strv_release(&x->deny_domains);
+	ward__strv_release(&x->allow_addresses);
+	free(x->dns_server);
 }
 
 #define FAIL(field, ...)                                                                    \
@@ -103,6 +110,50 @@ static int get_paths(json_t *v, const char *field, struct ward__strv *out, const
 	return 0;
 }
 
+/*
+ * "allow_domains", "deny_domains" (host patterns) or "allow_addresses"
+ * (ranges): each entry checked here, so that a bad one names its field and
+ * index before anything is merged.
+ */
+static int get_net_list(json_t *v, const char *field, struct ward__strv *out, const char *origin,
+			struct ward_error *err)
+{
+	bool addresses = strcmp(field, "allow_addresses") == 0;
+	size_t i;
+	json_t *e;
+
+	if (!json_is_array(v))
+		FAIL(field, "expected an array of strings");
+	if (json_array_size(v) > (addresses ? WARD_NET_MAX_CIDRS : WARD_NET_MAX_PATTERNS))
+		FAIL(field, "more than %d entries",
+		     addresses ? WARD_NET_MAX_CIDRS : WARD_NET_MAX_PATTERNS);
+	json_array_foreach(v, i, e)
+	{
+		struct ward__net_pattern np;
+		struct ward__net_cidr c;
+		const char *why = "not an address or range";
+		const char *str = json_string_value(e);
+		int r;
+
+		if (!str || strlen(str) != json_string_length(e))
+			return ward__error(err, -EINVAL, "policy",
+					   "policy '%s': field \"%s\"[%zu]: expected a string",
+					   origin, field, i);
+		r = addresses ? ward__net_cidr_parse(str, &c)
+			      : ward__net_pattern_parse(str, strcmp(field, "deny_domains") == 0,
+							&np, &why);
+		if (r < 0)
+			return ward__error(err, -EINVAL, "policy",
+					   "policy '%s': field \"%s\"[%zu]: '%.200s': %s", origin,
+					   field, i, str, why);
+		/* The list holds at most the patterns' own cap, above the paths' one. */
+		r = ward__strv_push_unbounded(out, str);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
 static int parse_own(json_t *root, struct parsed *x, const char *origin, struct ward_error *err)
 {
 	const char *key;
@@ -135,10 +186,26 @@ static int parse_own(json_t *root, struct parsed *x, const char *origin, struct 
 			r = get_paths(v, key, &x->writable, origin, err);
 		} else if (strcmp(key, "protect") == 0) {
 			r = get_paths(v, key, &x->protect, origin, err);
+		} else if (strcmp(key, "unprotect") == 0) {
+			r = get_paths(v, key, &x->unprotect, origin, err);
 		} else if (strcmp(key, "deny_read") == 0) {
 			r = get_paths(v, key, &x->deny_read, origin, err);
 		} else if (strcmp(key, "allow_unix_sockets") == 0) {
 			r = get_paths(v, key, &x->sockets, origin, err);
+		} else if (strcmp(key, "allow_domains") == 0) {
+			r = get_net_list(v, key, &x->allow_domains, origin, err);
+		} else if (strcmp(key, "deny_domains") == 0) {
+			r = get_net_list(v, key, &x->deny_domains, origin, err);
+		} else if (strcmp(key, "allow_addresses") == 0) {
+			r = get_net_list(v, key, &x->allow_addresses, origin, err);
+		} else if (strcmp(key, "dns_server") == 0) {
+			if (!json_is_string(v) || json_string_length(v) == 0 ||
+			    json_string_length(v) > 64)
+				FAIL(key, "expected an address (IP or IP:PORT)");
+			free(x->dns_server);
+			x->dns_server = strdup(json_string_value(v));
+			if (!x->dns_server)
+				return -ENOMEM;
 		} else if (strcmp(key, "network") == 0) {
 			if (json_is_boolean(v))
 				x->network = json_is_true(v);
@@ -278,6 +345,7 @@ WARD_PUBLIC int ward_policy_load_json(struct ward_policy *p, const char *json, s
 {
 	json_auto_t *root = NULL;
 	struct parsed x = {0};
+	const char *why = "out of memory";
 	json_error_t je;
 	int r;
 
@@ -313,7 +381,8 @@ WARD_PUBLIC int ward_policy_load_json(struct ward_policy *p, const char *json, s
 
 	/* Lists first: a cap error must leave the policy as it was. */
 	if (!merge_fits(&p->writable, &x.writable) || !merge_fits(&p->protect, &x.protect) ||
-	    !merge_fits(&p->deny_read, &x.deny_read) || !merge_fits(&p->unix_sockets, &x.sockets)) {
+	    !merge_fits(&p->unprotect, &x.unprotect) || !merge_fits(&p->deny_read, &x.deny_read) ||
+	    !merge_fits(&p->unix_sockets, &x.sockets)) {
 		r = ward__error(err, -E2BIG, "policy",
 				"policy '%s': more than %d paths in one list", origin,
 				WARD_POLICY_MAX_PATHS);
@@ -321,10 +390,32 @@ WARD_PUBLIC int ward_policy_load_json(struct ward_policy *p, const char *json, s
 	}
 	if ((r = merge_list(&p->writable, &x.writable)) < 0 ||
 	    (r = merge_list(&p->protect, &x.protect)) < 0 ||
+	    (r = merge_list(&p->unprotect, &x.unprotect)) < 0 ||
 	    (r = merge_list(&p->deny_read, &x.deny_read)) < 0 ||
 	    (r = merge_list(&p->unix_sockets, &x.sockets)) < 0) {
 		ward__error(err, r, "policy", "policy '%s': %m", origin);
 		goto out;
+	}
+	if (p->n_allow_domains + x.allow_domains.n > WARD_NET_MAX_PATTERNS ||
+	    p->n_deny_domains + x.deny_domains.n > WARD_NET_MAX_PATTERNS ||
+	    p->n_allow_addresses + x.allow_addresses.n > WARD_NET_MAX_CIDRS) {
+		r = ward__error(err, -E2BIG, "policy", "policy '%s': too many host patterns",
+				origin);
+		goto out;
+	}
+	for (size_t i = 0; r >= 0 && i < x.allow_domains.n; i++)
+		r = ward__policy_add_domain(p, x.allow_domains.v[i], false, &why);
+	for (size_t i = 0; r >= 0 && i < x.deny_domains.n; i++)
+		r = ward__policy_add_domain(p, x.deny_domains.v[i], true, &why);
+	for (size_t i = 0; r >= 0 && i < x.allow_addresses.n; i++)
+		r = ward__policy_add_address(p, x.allow_addresses.v[i], &why);
+	if (r < 0) {
+		ward__error(err, r, "policy", "policy '%s': %s", origin, why);
+		goto out;
+	}
+	if (x.dns_server) {
+		free(p->dns_server);
+		p->dns_server = TAKE_PTR(x.dns_server);
 	}
 	if (x.has_mode)
 		p->mode = x.mode;
@@ -376,6 +467,31 @@ static json_t *strv_json(const struct ward__strv *v)
 	return a;
 }
 
+/*
+ * The directories where autorun names are watched for (beyond the missing
+ * ones listed at each root): how deep the scan went, whether a cap stopped
+ * it, and each directory looked into.
+ */
+static json_t *autorun_json(const struct ward_policy *p)
+{
+	json_t *o = json_object(), *dirs = json_array();
+
+	if (!o || !dirs) {
+		json_decref(o);
+		json_decref(dirs);
+		return NULL;
+	}
+	json_object_set_new(o, "depth", json_integer(WARD_AUTORUN_DEPTH));
+	json_object_set_new(o, "complete", json_boolean(!p->scan_cut));
+	json_object_set_new(o, "depth_complete", json_integer(p->scan_depth));
+	json_object_set_new(o, "home", p->home ? json_string(p->home) : json_null());
+	json_object_set_new(o, "missing_path_dirs", strv_json(&p->path_missing));
+	for (size_t i = 0; i < p->n_watches; i++)
+		json_array_append_new(dirs, json_string(p->watches[i].path));
+	json_object_set_new(o, "watched", dirs);
+	return o;
+}
+
 json_t *ward__policy_to_json(const struct ward_policy *p)
 {
 	json_t *o = json_object(), *prot = json_array(), *deny = json_array(),
@@ -402,6 +518,9 @@ json_t *ward__policy_to_json(const struct ward_policy *p)
 							? "pinned"
 							: "missing-guarded"));
 		json_object_set_new(j, "reason", json_string(e->reason));
+		if (ward__policy_reason_runner(e->reason))
+			json_object_set_new(j, "runs",
+					    json_string(ward__policy_reason_runner(e->reason)));
 		if (e->kind == WARD_PROTECT_MISSING) {
 			json_object_set_new(j, "guard_dir", json_string(e->guard_dir));
 			json_object_set_new(j, "guard_name", json_string(e->guard_name));
@@ -409,6 +528,8 @@ json_t *ward__policy_to_json(const struct ward_policy *p)
 		json_array_append_new(prot, j);
 	}
 	json_object_set_new(o, "protected", prot);
+	json_object_set_new(o, "unprotected", strv_json(&p->unprotected));
+	json_object_set_new(o, "autorun", autorun_json(p));
 	for (size_t i = 0; i < p->n_deny; i++) {
 		json_t *j = json_object();
 
@@ -418,9 +539,32 @@ json_t *ward__policy_to_json(const struct ward_policy *p)
 		json_array_append_new(deny, j);
 	}
 	json_object_set_new(o, "deny_read", deny);
-	json_object_set_new(
-		o, "network",
-		json_string(p->network || p->mode == WARD_MODE_DANGER_FULL_ACCESS ? "on" : "off"));
+	json_object_set_new(o, "network",
+			    json_string(p->network || p->mode == WARD_MODE_DANGER_FULL_ACCESS ? "on"
+						: ward__policy_net_by_domain(p) ? "by-domain"
+										: "off"));
+	if (ward__policy_net_by_domain(p)) {
+		json_t *allow = json_array(), *denyl = json_array(), *addrs = json_array();
+		char buf[WARD_NET_HOST_MAX + 16];
+
+		for (size_t i = 0; allow && i < p->n_allow_domains; i++) {
+			ward__net_pattern_format(&p->allow_domains[i], buf, sizeof(buf));
+			json_array_append_new(allow, json_string(buf));
+		}
+		for (size_t i = 0; denyl && i < p->n_deny_domains; i++) {
+			ward__net_pattern_format(&p->deny_domains[i], buf, sizeof(buf));
+			json_array_append_new(denyl, json_string(buf));
+		}
+		for (size_t i = 0; addrs && i < p->n_allow_addresses; i++) {
+			ward__net_cidr_format(&p->allow_addresses[i], buf, sizeof(buf));
+			json_array_append_new(addrs, json_string(buf));
+		}
+		json_object_set_new(o, "allow_domains", allow);
+		json_object_set_new(o, "deny_domains", denyl);
+		json_object_set_new(o, "allow_addresses", addrs);
+		json_object_set_new(o, "dns_server",
+				    p->dns_server ? json_string(p->dns_server) : json_null());
+	}
 	for (size_t i = 0; i < p->n_sockets; i++)
 		json_array_append_new(socks, json_string(p->sockets[i].path));
 	json_object_set_new(o, "allow_unix_sockets", socks);

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "basic/cleanup.h"
+#include "basic/error.h"
 #include "basic/util.h"
 #include "policy/policy.h"
 
@@ -16,6 +17,24 @@ int ward__strv_push(struct ward__strv *v, const char *s)
 	if (v->n >= WARD_POLICY_MAX_PATHS)
 		return -E2BIG;
 	copy = strdup(s);
+	if (!copy)
+		return -ENOMEM;
+	nv = realloc(v->v, (v->n + 2) * sizeof(*nv));
+	if (!nv) {
+		free(copy);
+		return -ENOMEM;
+	}
+	nv[v->n++] = copy;
+	nv[v->n] = NULL;
+	v->v = nv;
+	return 0;
+}
+
+int ward__strv_push_unbounded(struct ward__strv *v, const char *s)
+{
+	char **nv;
+	char *copy = strdup(s);
+
 	if (!copy)
 		return -ENOMEM;
 	nv = realloc(v->v, (v->n + 2) * sizeof(*nv));
@@ -115,6 +134,17 @@ void ward__policy_clear_resolved(struct ward_policy *p)
 	p->sockets = NULL;
 	p->n_sockets = 0;
 	ward__strv_release(&p->notes);
+	ward__strv_release(&p->unprotected);
+	ward__strv_release(&p->path_missing);
+	free(p->home);
+	p->home = NULL;
+	for (size_t i = 0; i < p->n_watches; i++)
+		free(p->watches[i].path);
+	free(p->watches);
+	p->watches = NULL;
+	p->n_watches = 0;
+	p->scan_depth = 0;
+	p->scan_cut = false;
 	p->resolved = false;
 }
 
@@ -137,9 +167,115 @@ WARD_PUBLIC void ward_policy_free(struct ward_policy *p)
 	free(p->cwd);
 	ward__strv_release(&p->writable);
 	ward__strv_release(&p->protect);
+	ward__strv_release(&p->unprotect);
 	ward__strv_release(&p->deny_read);
 	ward__strv_release(&p->unix_sockets);
+	ward__policy_release_net(p);
 	free(p);
+}
+
+/* ------------------------------------------------------------ the network by domain */
+
+void ward__policy_release_net(struct ward_policy *p)
+{
+	free(p->allow_domains);
+	free(p->deny_domains);
+	free(p->allow_addresses);
+	free(p->dns_server);
+	p->allow_domains = p->deny_domains = NULL;
+	p->allow_addresses = NULL;
+	p->dns_server = NULL;
+	p->n_allow_domains = p->n_deny_domains = p->n_allow_addresses = 0;
+}
+
+int ward__policy_add_domain(struct ward_policy *p, const char *pattern, bool deny, const char **why)
+{
+	struct ward__net_pattern np, **list = deny ? &p->deny_domains : &p->allow_domains, *n;
+	size_t *count = deny ? &p->n_deny_domains : &p->n_allow_domains;
+	int r = ward__net_pattern_parse(pattern, deny, &np, why);
+
+	if (r < 0)
+		return r;
+	for (size_t i = 0; i < *count; i++)
+		if (memcmp(&(*list)[i], &np, sizeof(np)) == 0)
+			return 0;
+	if (*count >= WARD_NET_MAX_PATTERNS) {
+		*why = "too many host patterns";
+		return -E2BIG;
+	}
+	n = reallocarray(*list, *count + 1, sizeof(*n));
+	if (!n)
+		return -ENOMEM;
+	n[(*count)++] = np;
+	*list = n;
+	p->resolved = false;
+	return 0;
+}
+
+int ward__policy_add_address(struct ward_policy *p, const char *cidr, const char **why)
+{
+	struct ward__net_cidr c, *n;
+
+	if (ward__net_cidr_parse(cidr, &c) < 0) {
+		*why = "not an address or range (10.0.0.0/8, fd00::/8, 192.0.2.7)";
+		return -EINVAL;
+	}
+	for (size_t i = 0; i < p->n_allow_addresses; i++)
+		if (memcmp(&p->allow_addresses[i], &c, sizeof(c)) == 0)
+			return 0;
+	if (p->n_allow_addresses >= WARD_NET_MAX_CIDRS) {
+		*why = "too many address ranges";
+		return -E2BIG;
+	}
+	n = reallocarray(p->allow_addresses, p->n_allow_addresses + 1, sizeof(*n));
+	if (!n)
+		return -ENOMEM;
+	n[p->n_allow_addresses++] = c;
+	p->allow_addresses = n;
+	p->resolved = false;
+	return 0;
+}
+
+static int dup_array(void **dst, const void *src, size_t n, size_t size)
+{
+	*dst = NULL;
+	if (n == 0)
+		return 0;
+	*dst = reallocarray(NULL, n, size);
+	if (!*dst)
+		return -ENOMEM;
+	memcpy(*dst, src, n * size);
+	return 0;
+}
+
+int ward__policy_copy_net(struct ward_policy *p, const struct ward_policy *src)
+{
+	struct ward_policy t = {0};
+	int r;
+
+	r = dup_array((void **)&t.allow_domains, src->allow_domains, src->n_allow_domains,
+		      sizeof(*src->allow_domains));
+	if (r >= 0)
+		r = dup_array((void **)&t.deny_domains, src->deny_domains, src->n_deny_domains,
+			      sizeof(*src->deny_domains));
+	if (r >= 0)
+		r = dup_array((void **)&t.allow_addresses, src->allow_addresses,
+			      src->n_allow_addresses, sizeof(*src->allow_addresses));
+	if (r >= 0 && src->dns_server && !(t.dns_server = strdup(src->dns_server)))
+		r = -ENOMEM;
+	if (r < 0) {
+		ward__policy_release_net(&t);
+		return r;
+	}
+	ward__policy_release_net(p);
+	p->allow_domains = t.allow_domains;
+	p->n_allow_domains = src->n_allow_domains;
+	p->deny_domains = t.deny_domains;
+	p->n_deny_domains = src->n_deny_domains;
+	p->allow_addresses = t.allow_addresses;
+	p->n_allow_addresses = src->n_allow_addresses;
+	p->dns_server = t.dns_server;
+	return 0;
 }
 
 WARD_PUBLIC int ward_policy_mode_from_string(const char *s, enum ward_sandbox_mode *ret_mode)
@@ -223,6 +359,11 @@ WARD_PUBLIC int ward_policy_add_protect(struct ward_policy *p, const char *path)
 	return p ? (p->resolved = false, push_path(&p->protect, path)) : -EINVAL;
 }
 
+WARD_PUBLIC int ward_policy_add_unprotect(struct ward_policy *p, const char *path)
+{
+	return p ? (p->resolved = false, push_path(&p->unprotect, path)) : -EINVAL;
+}
+
 WARD_PUBLIC int ward_policy_add_deny_read(struct ward_policy *p, const char *path)
 {
 	return p ? (p->resolved = false, push_path(&p->deny_read, path)) : -EINVAL;
@@ -239,6 +380,90 @@ WARD_PUBLIC int ward_policy_set_network(struct ward_policy *p, bool enabled)
 		return -EINVAL;
 	p->network = enabled;
 	p->network_set = true;
+	p->resolved = false;
+	return 0;
+}
+
+WARD_PUBLIC int ward_policy_add_allow_domain(struct ward_policy *p, const char *pattern,
+					     struct ward_error *err)
+{
+	const char *why = "out of memory";
+	int r;
+
+	if (!p || !pattern)
+		return -EINVAL;
+	r = ward__policy_add_domain(p, pattern, false, &why);
+	if (r < 0)
+		return ward__error(err, r, "policy", "host pattern '%.300s': %s", pattern, why);
+	return 0;
+}
+
+WARD_PUBLIC int ward_policy_add_deny_domain(struct ward_policy *p, const char *pattern,
+					    struct ward_error *err)
+{
+	const char *why = "out of memory";
+	int r;
+
+	if (!p || !pattern)
+		return -EINVAL;
+	r = ward__policy_add_domain(p, pattern, true, &why);
+	if (r < 0)
+		return ward__error(err, r, "policy", "host pattern '%.300s': %s", pattern, why);
+	return 0;
+}
+
+WARD_PUBLIC int ward_policy_add_allow_address(struct ward_policy *p, const char *cidr,
+					      struct ward_error *err)
+{
+	const char *why = "out of memory";
+	int r;
+
+	if (!p || !cidr)
+		return -EINVAL;
+	r = ward__policy_add_address(p, cidr, &why);
+	if (r < 0)
+		return ward__error(err, r, "policy", "address '%.300s': %s", cidr, why);
+	return 0;
+}
+
+WARD_PUBLIC int ward_policy_set_dns_server(struct ward_policy *p, const char *server,
+					   struct ward_error *err)
+{
+	struct ward__net_addr a;
+	char host[64];
+	const char *colon;
+	char *copy = NULL;
+
+	if (!p)
+		return -EINVAL;
+	if (server) {
+		/* "IP", "IP:PORT" or "[IPv6]:PORT": the resolver checks the port again. */
+		size_t n = strlen(server);
+
+		if (n >= sizeof(host))
+			return ward__error(err, -EINVAL, "policy", "DNS server '%.100s': too long",
+					   server);
+		memcpy(host, server, n + 1);
+		if (host[0] == '[') {
+			char *close = strchr(host, ']');
+
+			if (close)
+				*close = '\0';
+			memmove(host, host + 1, strlen(host));
+		} else if ((colon = strchr(host, ':')) && !strchr(colon + 1, ':')) {
+			host[colon - host] = '\0';
+		}
+		if (!ward__net_addr_parse(host, &a))
+			return ward__error(
+				err, -EINVAL, "policy",
+				"DNS server '%.100s': expected an IP address (IP or IP:PORT)",
+				server);
+		copy = strdup(server);
+		if (!copy)
+			return -ENOMEM;
+	}
+	free(p->dns_server);
+	p->dns_server = copy;
 	p->resolved = false;
 	return 0;
 }
@@ -294,6 +519,14 @@ const struct ward__protected *ward__policy_protected_for(const struct ward_polic
 			return e;
 	}
 	return NULL;
+}
+
+bool ward__policy_unprotected(const struct ward_policy *p, const char *path)
+{
+	for (size_t i = 0; i < p->unprotected.n; i++)
+		if (ward__path_under(path, p->unprotected.v[i]))
+			return true;
+	return false;
 }
 
 const struct ward__deny *ward__policy_deny_for(const struct ward_policy *p, const char *path)

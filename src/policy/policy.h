@@ -13,9 +13,11 @@
 #pragma once
 
 #include <jansson.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 #include "basic/macro.h"
+#include "net/net.h"
 #include "ward/ward.h"
 
 /*
@@ -27,6 +29,8 @@
  */
 #define WARD_POLICY_MAX_PATHS 256 /* per list: writable, protect, deny_read, unix sockets */
 #define WARD_POLICY_MAX_FILE 1048576 /* bytes of a --policy file */
+/* Resolved protected paths (git, autorun names, PATH, pins): more is an error naming the cap. */
+#define WARD_POLICY_MAX_PROTECTED 4096
 
 /* Why a path is protected, shown by `ward policy show` and in denial reports. */
 enum ward__protect_kind {
@@ -57,6 +61,36 @@ struct ward__protected {
 		reason; /* static string: "git hooks", "git config", "agent config", "--protect", ... */
 };
 
+/*
+ * Autorun names (autorun.c): the files and directories that tools run code
+ * from later, outside the sandbox (shell startup files, editor tasks, agent
+ * configuration, ...), protected in every directory down to
+ * WARD_AUTORUN_DEPTH levels beneath each writable root, plus the autostart
+ * and credential places of a home directory inside one. A point says which
+ * names are protected in one directory: the entries of the table (autorun.c)
+ * with k components already matched on the way (m[k]), and, when depth >= 0,
+ * the names protected everywhere (and with depth > 0, in new subdirectories
+ * too, one level less).
+ */
+#define WARD_AUTORUN_DEPTH 2 /* levels beneath a writable root looked into */
+#define WARD_AUTORUN_MAX_COMPONENTS 3 /* of one table entry (".config/systemd/user") */
+#define WARD_AUTORUN_MAX_DIRS 4096 /* directories the launch scan looks into, per policy */
+#define WARD_AUTORUN_MAX_ENTRIES (1 << 18) /* directory entries it reads, per policy */
+#define WARD_AUTORUN_SCAN_MS 100 /* and its time, per policy */
+#define WARD_AUTORUN_MAX_WATCHES 8192 /* directories one guard watches: launch and new ones */
+
+struct ward__autorun_point {
+	uint64_t m[WARD_AUTORUN_MAX_COMPONENTS];
+	int8_t depth;
+	bool paths; /* on the way to a PATH directory that does not exist yet (p->path_missing) */
+};
+
+/* A directory the guard watches for autorun names appearing in it. */
+struct ward__autorun_watch {
+	char *path; /* canonical */
+	struct ward__autorun_point at;
+};
+
 struct ward__deny {
 	char *path; /* canonical absolute */
 	bool is_dir;
@@ -78,10 +112,25 @@ struct ward_policy {
 	char *cwd; /* absolute (made absolute when set); NULL means the caller's cwd */
 	struct ward__strv writable; /* as given, absolute */
 	struct ward__strv protect;
+	struct ward__strv unprotect; /* default protections lifted (--unprotect) */
 	struct ward__strv deny_read;
 	struct ward__strv unix_sockets;
 	bool network;
 	bool network_set; /* network was given explicitly (setter, --network, JSON) */
+	/*
+	 * The network by domain (--allow-domain, --deny-domain): with any
+	 * pattern, the sandbox keeps its empty network namespace (network stays
+	 * false) and reaches the network only through ward's proxy (src/net),
+	 * which allows what the patterns (and the rules, and a person) allow.
+	 */
+	struct ward__net_pattern *allow_domains;
+	size_t n_allow_domains;
+	struct ward__net_pattern *deny_domains;
+	size_t n_deny_domains;
+	/* Non-public ranges the proxy may connect to anyway (--allow-address). */
+	struct ward__net_cidr *allow_addresses;
+	size_t n_allow_addresses;
+	char *dns_server; /* the server the proxy resolves with (--dns-server), or NULL */
 	bool exclude_slash_tmp;
 	bool exclude_tmpdir_env_var;
 	bool require_isolation;
@@ -98,10 +147,39 @@ struct ward_policy {
 	size_t n_sockets;
 	struct ward__strv
 		notes; /* human-readable notes from resolution ("skipped missing root ...") */
+	struct ward__strv unprotected; /* unprotect, canonical (missing tails kept) */
+	char *home; /* canonical home directory when inside a writable root, else NULL */
+	struct ward__strv
+		path_missing; /* PATH directories inside writable roots that do not exist */
+	struct ward__autorun_watch *watches; /* the directories the launch scan looked into */
+	size_t n_watches;
+	unsigned scan_depth; /* levels the scan completed beneath every root */
+	bool scan_cut; /* a cap stopped the scan: deeper directories were not looked into */
 };
+
+/* Whether the network is by domain: reached only through ward's proxy. */
+static inline bool ward__policy_net_by_domain(const struct ward_policy *p)
+{
+	return p->n_allow_domains + p->n_deny_domains > 0;
+}
+/*
+ * Adds a host pattern (deny: to the deny list) or an address range, as the
+ * options and the JSON forms give them. -EINVAL with *why (static) for a
+ * malformed one, -E2BIG past the caps; a pattern already there is not
+ * added twice.
+ */
+WARD_INTERNAL int ward__policy_add_domain(struct ward_policy *p, const char *pattern, bool deny,
+					  const char **why);
+WARD_INTERNAL int ward__policy_add_address(struct ward_policy *p, const char *cidr,
+					   const char **why);
+/* Copies the network-by-domain settings of src into p (replacing p's). */
+WARD_INTERNAL int ward__policy_copy_net(struct ward_policy *p, const struct ward_policy *src);
+WARD_INTERNAL void ward__policy_release_net(struct ward_policy *p);
 
 /* strv helpers: bounded by WARD_POLICY_MAX_PATHS. */
 WARD_INTERNAL int ward__strv_push(struct ward__strv *v, const char *s);
+/* Without the cap: for lists whose caller enforces a cap of its own. */
+WARD_INTERNAL int ward__strv_push_unbounded(struct ward__strv *v, const char *s);
 WARD_INTERNAL void ward__strv_release(struct ward__strv *v);
 WARD_INTERNAL bool ward__strv_contains(const struct ward__strv *v, const char *s);
 
@@ -121,6 +199,11 @@ WARD_INTERNAL bool ward__policy_path_writable(const struct ward_policy *p, const
 /* Returns the protected entry covering path, or NULL. */
 WARD_INTERNAL const struct ward__protected *ward__policy_protected_for(const struct ward_policy *p,
 								       const char *path);
+/*
+ * True when a default protection at path (canonical) was lifted: path is an
+ * --unprotect path or lies beneath one.
+ */
+WARD_INTERNAL bool ward__policy_unprotected(const struct ward_policy *p, const char *path);
 /* Returns the deny entry covering path, or NULL. */
 WARD_INTERNAL const struct ward__deny *ward__policy_deny_for(const struct ward_policy *p,
 							     const char *path);
@@ -150,3 +233,92 @@ WARD_INTERNAL int ward__policy_fingerprint(const struct ward_policy *p, struct w
 
 /* The resolved policy as a JSON object (ward policy show; the caller adds "enforcement"). */
 WARD_INTERNAL json_t *ward__policy_to_json(const struct ward_policy *p);
+
+/* ------------------------------------------------------------ autorun names (autorun.c) */
+
+enum ward__autorun_kind {
+	WARD_AUTORUN_NONE = 0, /* nothing to protect or to look into */
+	WARD_AUTORUN_PROTECTED = 1, /* an autorun name: *ret_reason says which */
+	WARD_AUTORUN_DESCEND = 2, /* a directory whose entries matter: *ret_child says which */
+};
+
+/*
+ * What name, an entry of directory dir (canonical) where the names of at are
+ * protected, is: protected, a directory to look into (is_dir), or nothing.
+ * The launch scan and the guard (for what the command creates) both ask
+ * this, so that the two agree. Lifted paths (--unprotect) are neither.
+ */
+WARD_INTERNAL enum ward__autorun_kind ward__autorun_match(const struct ward_policy *p,
+							  const struct ward__autorun_point *at,
+							  const char *dir, const char *name,
+							  bool is_dir,
+							  struct ward__autorun_point *ret_child,
+							  const char **ret_reason);
+/* The point of a writable root (every name, depth levels beneath) and of a home directory. */
+WARD_INTERNAL struct ward__autorun_point ward__autorun_root_point(unsigned depth);
+WARD_INTERNAL struct ward__autorun_point ward__autorun_home_point(unsigned depth);
+/* Whether any name is protected at a point (else it needs no watch). */
+WARD_INTERNAL bool ward__autorun_point_empty(const struct ward__autorun_point *at);
+
+/* What the launch scan found: called for each existing protected entry, and each missing name at a start. */
+struct ward__autorun_sink {
+	int (*found)(void *userdata, const char *path, const char *reason);
+	int (*missing)(void *userdata, const char *dir, const char *name, const char *reason);
+	void *userdata;
+};
+
+/*
+ * Looks into the n starts (canonical directories with their points),
+ * breadth first, at most WARD_AUTORUN_MAX_DIRS directories, MAX_ENTRIES
+ * entries and SCAN_MS milliseconds in all (p->n_watches and the caller's
+ * *budget count across calls): reports what it finds to sink, and records
+ * every directory it looked into in p->watches (a cap sets p->scan_cut and
+ * lowers p->scan_depth, which the caller initialises). A start that lies
+ * beneath another start is looked into once, as its own. -ENOMEM, or the
+ * sink's error.
+ */
+struct ward__autorun_budget {
+	uint64_t deadline_ms; /* CLOCK_MONOTONIC */
+	size_t entries;
+};
+WARD_INTERNAL int ward__autorun_scan(struct ward_policy *p, char *const *starts,
+				     const struct ward__autorun_point *points, size_t n,
+				     const struct ward__autorun_sink *sink,
+				     struct ward__autorun_budget *budget);
+/* Whether path (canonical) is a directory the scan looked into. */
+WARD_INTERNAL bool ward__autorun_watched(const struct ward_policy *p, const char *path);
+
+/*
+ * The default protection that covers path (canonical): a protected entry at
+ * or above it, or an autorun name the guard refuses where the command would
+ * create path. *ret_lift (malloc()ed) is what --unprotect must name to lift
+ * it, *ret_reason its reason. -ENOENT when nothing protects path, -EPERM when
+ * only the caller's own --protect does.
+ */
+WARD_INTERNAL int ward__policy_protection_of(const struct ward_policy *p, const char *path,
+					     char **ret_lift, const char **ret_reason);
+
+/*
+ * The reason a denial of access ("write", "create", "read", "connect", ...)
+ * on target carries in reports: the protection's ("autorun: editor tasks",
+ * "git hooks", "--protect"), or "outside the writable roots", "read-only
+ * sandbox", "deny-read", "network off", "seccomp filter". Static; NULL when
+ * there is none to give.
+ */
+WARD_INTERNAL const char *ward__policy_denial_reason(const struct ward_policy *p,
+						     const char *access, const char *target);
+
+/*
+ * A copy of what the lookups above read of a resolved policy (mode,
+ * network, roots, protected entries, deny-read paths, the autorun scan's
+ * directories, --unprotect, missing PATH directories), for whoever must
+ * answer after the policy itself is gone (a sandbox's reports). Resolved.
+ */
+WARD_INTERNAL int ward__policy_dup_resolved(const struct ward_policy *p,
+					    struct ward_policy **ret_policy);
+
+/* Why an existing protection matters, for a person: what would run the file ("an editor ..."). */
+WARD_INTERNAL const char *ward__policy_reason_runner(const char *reason);
+
+/* The reason of the PATH class ("autorun: on PATH"), static. */
+WARD_INTERNAL extern const char ward__autorun_path_reason[];

@@ -223,20 +223,107 @@ static bool same_path(const char *a, const char *b)
 	return a && b && strcmp(a, b) == 0;
 }
 
-static int parse_network(json_t *v, bool *ret, const char *origin, struct ward_error *err)
+/* One list of host patterns of a network object into q; every entry checked. */
+static int network_domains(json_t *list, bool deny, struct ward_policy *q, const char *field,
+			   const char *origin, struct ward_error *err)
 {
-	const char *s = json_string_value(v);
+	size_t i;
+	json_t *e;
+
+	if (!json_is_array(list))
+		PFAIL("network.%s: expected an array of host patterns", field);
+	json_array_foreach(list, i, e)
+	{
+		const char *why = "expected a string";
+		int r = json_is_string(e)
+			? ward__policy_add_domain(q, json_string_value(e), deny, &why)
+			: -EINVAL;
+
+		if (r < 0)
+			PFAIL("network.%s[%zu]: %s", field, i, why);
+	}
+	return 0;
+}
+
+/*
+ * The profile's network: "restricted" or "enabled", or an object with
+ * "enabled" and the domain lists of Codex's network proxy settings
+ * ("allowed_domains", "denied_domains", or "domains": {"host": "allow" or
+ * "deny"}), which make it a network by domain. *ret says whether the whole
+ * network is on.
+ */
+static int parse_network(json_t *v, bool *ret, struct ward_policy *q, const char *origin,
+			 struct ward_error *err)
+{
+	const char *s = json_string_value(v), *key;
+	bool enabled = true, has_domains = false;
+	json_t *e;
+	int r = 0;
 
 	if (!v) {
 		*ret = false; /* Codex's default: restricted. */
 		return 0;
 	}
-	if (s && strcmp(s, "restricted") == 0)
+	/*
+	 * The profile says what the network is: it replaces the policy's host
+	 * patterns (the operator's --allow-address and --dns-server stay).
+	 */
+	free(q->allow_domains);
+	free(q->deny_domains);
+	q->allow_domains = q->deny_domains = NULL;
+	q->n_allow_domains = q->n_deny_domains = 0;
+	if (s && strcmp(s, "restricted") == 0) {
 		*ret = false;
-	else if (s && strcmp(s, "enabled") == 0)
+		return 0;
+	}
+	if (s && strcmp(s, "enabled") == 0) {
 		*ret = true;
-	else
-		PFAIL("network: expected \"restricted\" or \"enabled\"");
+		return 0;
+	}
+	if (!json_is_object(v))
+		PFAIL("network: expected \"restricted\", \"enabled\" or an object");
+	json_object_foreach(v, key, e)
+	{
+		if (strcmp(key, "enabled") == 0) {
+			if (!json_is_boolean(e))
+				PFAIL("network.enabled: expected true or false");
+			enabled = json_is_true(e);
+		} else if (strcmp(key, "allowed_domains") == 0) {
+			r = network_domains(e, false, q, key, origin, err);
+			has_domains = true;
+		} else if (strcmp(key, "denied_domains") == 0) {
+			r = network_domains(e, true, q, key, origin, err);
+			has_domains = true;
+		} else if (strcmp(key, "domains") == 0) {
+			const char *host;
+			json_t *d;
+
+			if (!json_is_object(e))
+				PFAIL("network.domains: expected an object of \"host\": \"allow\" or \"deny\"");
+			json_object_foreach(e, host, d)
+			{
+				const char *why = "expected \"allow\" or \"deny\"";
+				const char *dv = json_string_value(d);
+
+				if (!dv || (strcmp(dv, "allow") && strcmp(dv, "deny")))
+					r = -EINVAL;
+				else
+					r = ward__policy_add_domain(q, host,
+								    strcmp(dv, "deny") == 0, &why);
+				if (r < 0)
+					PFAIL("network.domains.\"%.64s\": %s", host, why);
+			}
+			has_domains = true;
+		} else {
+			PFAIL("network: unknown field \"%.64s\"", key);
+		}
+		if (r < 0)
+			return r;
+	}
+	if (has_domains && !enabled)
+		PFAIL("network: domains are given but \"enabled\" is false");
+	/* Domains keep the sandbox's own network off: they are the proxy's to allow. */
+	*ret = enabled && !has_domains;
 	return 0;
 }
 
@@ -255,7 +342,7 @@ static int apply_managed(struct ward_policy *q, json_t *profile, char *const *ro
 	size_t idx;
 	int r;
 
-	r = parse_network(json_object_get(profile, "network"), &network, origin, err);
+	r = parse_network(json_object_get(profile, "network"), &network, q, origin, err);
 	if (r < 0)
 		return r;
 	if (!json_is_object(fs) || !json_is_string(json_object_get(fs, "type")))
@@ -413,7 +500,7 @@ int ward__policy_apply_profile(struct ward_policy *p, json_t *profile, char *con
 	} else if (strcmp(type, "external") == 0) {
 		bool network;
 
-		r = parse_network(json_object_get(profile, "network"), &network, origin, err);
+		r = parse_network(json_object_get(profile, "network"), &network, q, origin, err);
 		if (r < 0)
 			goto out;
 		/* The caller isolates the filesystem: ward keeps only what it is asked, the network. */

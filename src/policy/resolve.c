@@ -1,13 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Resolving a policy against the filesystem: canonical writable roots, the
- * protected paths inside them (git metadata, agent configuration), deny-read
- * paths and allow-listed sockets. The sandbox mounts exactly what this
- * computes, so every path here is canonical (symlinks resolved) at resolve
- * time.
+ * protected paths inside them (git metadata, autorun names found by the
+ * scan of autorun.c, the directories of PATH), deny-read paths and
+ * allow-listed sockets. The sandbox mounts exactly what this computes, so
+ * every path here is canonical (symlinks resolved) at resolve time.
  */
-#include <ctype.h>
-#include <dirent.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,650 +15,7 @@
 #include "basic/cleanup.h"
 #include "basic/error.h"
 #include "basic/util.h"
-#include "policy/policy.h"
-
-#define GIT_CONFIG_MAX (1 << 20)
-
-DEFINE_TRIVIAL_CLEANUP_FUNC(DIR *, closedir);
-
-/*
- * The last realpath() of one resolution: the working directory comes up
- * again for every protected name beneath it that does not exist (.codex,
- * .agents, .ward), and glibc's realpath() reads every component's link. A
- * server resolves a policy per process, so one resolution asks once. Only
- * within one ward_policy_resolve() call (per thread): a later one sees the
- * filesystem as it is then.
- */
-struct canon_cache {
-	char in[PATH_MAX];
-	char out[PATH_MAX];
-};
-static _Thread_local struct canon_cache *canon_cache;
-
-static char *canon_path(const char *path, char *out)
-{
-	struct canon_cache *c = canon_cache;
-
-	if (c && c->in[0] && strcmp(c->in, path) == 0) {
-		memcpy(out, c->out, strlen(c->out) + 1);
-		return out;
-	}
-	if (!realpath(path, out))
-		return NULL;
-	if (c && strlen(path) < sizeof(c->in)) {
-		memcpy(c->in, path, strlen(path) + 1);
-		memcpy(c->out, out, strlen(out) + 1);
-	}
-	return out;
-}
-
-/* Records "<what> '<path>'<why>" for `ward policy show`. */
-static int note(struct ward_policy *p, const char *what, const char *path, const char *why)
-{
-	char buf[PATH_MAX + 160];
-
-	snprintf(buf, sizeof(buf), "%s '%s'%s", what, path, why);
-	return ward__strv_push(&p->notes, buf);
-}
-
-static bool in_roots(const struct ward_policy *p, const char *path)
-{
-	for (size_t i = 0; i < p->roots.n; i++)
-		if (ward__path_under(path, p->roots.v[i]))
-			return true;
-	return false;
-}
-
-static bool is_root(const struct ward_policy *p, const char *path)
-{
-	return ward__strv_contains(&p->roots, path);
-}
-
-static int add_entry(struct ward_policy *p, const char *path, enum ward__protect_kind kind,
-		     bool is_dir, const char *guard_dir, const char *guard_name, const char *reason)
-{
-	struct ward__protected *n, *e;
-
-	for (size_t i = 0; i < p->n_protected; i++)
-		if (p->protected[i].kind == kind && strcmp(p->protected[i].path, path) == 0)
-			return 0;
-	if (p->n_protected >= 4 * WARD_POLICY_MAX_PATHS)
-		return -E2BIG;
-	n = realloc(p->protected, (p->n_protected + 1) * sizeof(*n));
-	if (!n)
-		return -ENOMEM;
-	p->protected = n;
-	e = &n[p->n_protected];
-	*e = (struct ward__protected){.kind = kind, .is_dir = is_dir, .reason = reason};
-	e->path = strdup(path);
-	e->guard_dir = guard_dir ? strdup(guard_dir) : NULL;
-	e->guard_name = guard_name ? strdup(guard_name) : NULL;
-	if (!e->path || (guard_dir && !e->guard_dir) || (guard_name && !e->guard_name)) {
-		free(e->path);
-		free(e->guard_dir);
-		free(e->guard_name);
-		return -ENOMEM;
-	}
-	p->n_protected++;
-	return 0;
-}
-
-/* Pins a directory inside a writable root (not a root itself: roots are mount points already). */
-static int pin(struct ward_policy *p, const char *path, const char *reason)
-{
-	char canon[PATH_MAX];
-	struct stat st;
-
-	if (!canon_path(path, canon) || stat(canon, &st) < 0 || !S_ISDIR(st.st_mode))
-		return 0;
-	if (!in_roots(p, canon) || is_root(p, canon))
-		return 0;
-	return add_entry(p, canon, WARD_PROTECT_PIN, true, NULL, NULL, reason);
-}
-
-/*
- * Protects path (absolute, maybe not canonical, maybe missing): an existing
- * path inside a writable root is bound read-only; a missing one is guarded on
- * its deepest existing ancestor; a symlink protects its target and guards its
- * own name, so that replacing the link is caught too.
- */
-static int protect(struct ward_policy *p, const char *path, const char *reason)
-{
-	_cleanup_free_ char *abs = ward__path_absolute(path);
-	char canon[PATH_MAX], dir[PATH_MAX];
-	struct stat st;
-	int r;
-
-	if (!abs)
-		return -errno;
-	if (lstat(abs, &st) == 0) {
-		if (S_ISLNK(st.st_mode)) {
-			_cleanup_free_ char *parent = strdup(abs);
-			char *slash;
-
-			if (!parent)
-				return -ENOMEM;
-			slash = strrchr(parent, '/');
-			*slash = '\0';
-			if (canon_path(parent[0] ? parent : "/", dir) && in_roots(p, dir)) {
-				r = add_entry(p, abs, WARD_PROTECT_MISSING, false, dir, slash + 1,
-					      reason);
-				if (r < 0)
-					return r;
-			}
-		}
-		if (!canon_path(abs, canon))
-			return 0; /* A dangling link: its name is guarded above. */
-		if (!in_roots(p, canon) || is_root(p, canon))
-			return 0;
-		if (stat(canon, &st) < 0)
-			return 0;
-		return add_entry(p, canon, WARD_PROTECT_READONLY, S_ISDIR(st.st_mode), NULL, NULL,
-				 reason);
-	}
-
-	/* Missing: walk up to the deepest existing ancestor. */
-	{
-		_cleanup_free_ char *anc = strdup(abs);
-		char *first = NULL;
-
-		if (!anc)
-			return -ENOMEM;
-		for (;;) {
-			char *slash = strrchr(anc, '/');
-
-			if (!slash)
-				return 0;
-			free(first);
-			if (slash == anc) {
-				first = anc[1] ? strdup(anc + 1) : NULL;
-				anc[1] = '\0';
-			} else {
-				first = strdup(slash + 1);
-				*slash = '\0';
-			}
-			if (!first)
-				return -ENOMEM;
-			if (lstat(anc, &st) == 0)
-				break;
-		}
-		if (!canon_path(anc, dir) || !S_ISDIR(st.st_mode)) {
-			free(first);
-			return 0;
-		}
-		/* Outside every writable root nothing can be created there anyway. */
-		if (!in_roots(p, dir)) {
-			free(first);
-			return 0;
-		}
-		r = add_entry(p, abs, WARD_PROTECT_MISSING, false, dir, first, reason);
-		free(first);
-		return r;
-	}
-}
-
-/*
- * A minimal git config reader: calls fn for every "key = value" in sections
- * named section ("[core]", '[submodule "name"]'; case-insensitive, as git),
- * with surrounding blanks and one pair of double quotes removed. Only a
- * regular file is read (see ward__read_regular_file).
- */
-static int git_config_each(const char *file, const char *section, const char *key,
-			   int (*fn)(const char *value, void *ctx), void *ctx)
-{
-	_cleanup_free_ char *buf = NULL;
-	size_t sl = strlen(section), kl = strlen(key);
-	bool in = false;
-	char *line, *save = NULL;
-
-	if (ward__read_regular_file(file, GIT_CONFIG_MAX, &buf, NULL) < 0)
-		return 0;
-	for (line = strtok_r(buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
-		char *s = line, *eq, *v, *end;
-		int r;
-
-		while (isspace((unsigned char)*s))
-			s++;
-		if (*s == '[') {
-			in = strncasecmp(s + 1, section, sl) == 0 &&
-				(s[1 + sl] == ']' || isspace((unsigned char)s[1 + sl]));
-			continue;
-		}
-		if (!in || *s == '#' || *s == ';')
-			continue;
-		eq = strchr(s, '=');
-		if (!eq)
-			continue;
-		end = eq;
-		while (end > s && isspace((unsigned char)end[-1]))
-			end--;
-		if ((size_t)(end - s) != kl || strncasecmp(s, key, kl) != 0)
-			continue;
-		v = eq + 1;
-		while (isspace((unsigned char)*v))
-			v++;
-		end = v + strlen(v);
-		while (end > v && isspace((unsigned char)end[-1]))
-			*--end = '\0';
-		if (*v == '"' && end > v + 1 && end[-1] == '"') {
-			end[-1] = '\0';
-			v++;
-		}
-		r = fn(v, ctx);
-		if (r < 0)
-			return r;
-	}
-	return 0;
-}
-
-static int keep_last(const char *value, void *ctx)
-{
-	char **last = ctx;
-
-	free(*last);
-	*last = *value ? strdup(value) : NULL;
-	return *value && !*last ? -ENOMEM : 0;
-}
-
-/* core.hooksPath from a git config file (the last one wins), or NULL. */
-static char *git_hooks_path(const char *config)
-{
-	char *result = NULL;
-
-	if (git_config_each(config, "core", "hookspath", keep_last, &result) < 0) {
-		free(result);
-		return NULL;
-	}
-	return result;
-}
-
-static int protect_hooks_path(struct ward_policy *p, const char *root, const char *config)
-{
-	_cleanup_free_ char *hp = git_hooks_path(config);
-	_cleanup_free_ char *full = NULL;
-
-	if (!hp)
-		return 0;
-	if (hp[0] == '~' && hp[1] == '/') {
-		const char *home = getenv("HOME");
-
-		if (!home)
-			return 0;
-		full = ward__path_join(home, hp + 2);
-	} else {
-		full = hp[0] == '/' ? strdup(hp) : ward__path_join(root, hp);
-	}
-	if (!full)
-		return -ENOMEM;
-	return protect(p, full, "git core.hooksPath");
-}
-
-/* Reads "gitdir: X" from a .git file; X relative to the file's directory. */
-static char *read_gitdir_file(const char *root, const char *file)
-{
-	_cleanup_free_ char *buf = NULL;
-	char *v, *end;
-
-	if (ward__read_regular_file(file, PATH_MAX, &buf, NULL) < 0)
-		return NULL;
-	if (strncmp(buf, "gitdir:", 7) != 0)
-		return NULL;
-	v = buf + 7;
-	while (*v == ' ' || *v == '\t')
-		v++;
-	end = v + strcspn(v, "\r\n");
-	*end = '\0';
-	if (!*v)
-		return NULL;
-	return v[0] == '/' ? strdup(v) : ward__path_join(root, v);
-}
-
-/*
- * Everything in a git directory that decides which code git runs or which
- * git directory it really uses: hooks, config, config.worktree (read once
- * extensions.worktreeConfig is set) and commondir (which git follows in any
- * git directory, and which would point it at planted hooks and config). The
- * ones that do not exist are guarded.
- */
-static int protect_git_dir_contents(struct ward_policy *p, const char *root, const char *gitdir)
-{
-	static const struct {
-		const char *name, *reason;
-	} files[] = {
-		{"hooks", "git hooks"},
-		{"config", "git config"},
-		{"config.worktree", "git config"},
-		{"commondir", "git worktree link"},
-	};
-	_cleanup_free_ char *config = ward__path_join(gitdir, "config");
-	int r;
-
-	if (!config)
-		return -ENOMEM;
-	for (size_t i = 0; i < ELEMENTSOF(files); i++) {
-		_cleanup_free_ char *path = ward__path_join(gitdir, files[i].name);
-
-		r = path ? protect(p, path, files[i].reason) : -ENOMEM;
-		if (r < 0)
-			return r;
-	}
-	return protect_hooks_path(p, root, config);
-}
-
-#define GIT_MODULES_MAX_DEPTH 8
-#define GIT_MODULES_MAX 64
-
-/* Calls fn for every directory (not followed through a symlink) directly in dir. */
-static int each_subdir(const char *dir, int (*fn)(const char *sub, void *ctx), void *ctx)
-{
-	_cleanup_(closedirp) DIR *d = opendir(dir);
-	struct dirent *de;
-
-	if (!d)
-		return 0;
-	while ((de = readdir(d))) {
-		_cleanup_free_ char *sub = NULL;
-		struct stat st;
-		int r;
-
-		if (de->d_name[0] == '.' && (!de->d_name[1] || !strcmp(de->d_name, "..")))
-			continue;
-		sub = ward__path_join(dir, de->d_name);
-		if (!sub)
-			return -ENOMEM;
-		if (lstat(sub, &st) < 0 || !S_ISDIR(st.st_mode))
-			continue;
-		r = fn(sub, ctx);
-		if (r != 0)
-			return r < 0 ? r : 0; /* > 0: stop */
-	}
-	return 0;
-}
-
-struct modules_walk {
-	struct ward_policy *p;
-	const char *root;
-	unsigned depth, count;
-};
-
-static int protect_git_modules(const char *dir, struct modules_walk *w);
-
-/*
- * One entry of <gitdir>/modules: a submodule's git directory (it has a HEAD;
- * its own modules nest below it), or a component of a name with slashes.
- */
-static int protect_git_module(const char *sub, void *ctx)
-{
-	struct modules_walk *w = ctx;
-	_cleanup_free_ char *head = ward__path_join(sub, "HEAD");
-	_cleanup_free_ char *modules = ward__path_join(sub, "modules");
-	int r;
-
-	if (!head || !modules)
-		return -ENOMEM;
-	if (access(head, F_OK) != 0)
-		return protect_git_modules(sub, w);
-	if (++w->count > GIT_MODULES_MAX)
-		return 1;
-	r = protect_git_dir_contents(w->p, w->root, sub);
-	return r < 0 ? r : protect_git_modules(modules, w);
-}
-
-/*
- * The git directories of submodules (<gitdir>/modules/<name>, names may hold
- * slashes, modules nest): git runs their hooks and reads their config when it
- * recurses into a submodule, so they are protected like the top one.
- */
-static int protect_git_modules(const char *dir, struct modules_walk *w)
-{
-	int r;
-
-	if (w->depth > GIT_MODULES_MAX_DEPTH)
-		return 0;
-	w->depth++;
-	r = each_subdir(dir, protect_git_module, w);
-	w->depth--;
-	return r;
-}
-
-/*
- * One per-worktree directory of a git directory (<gitdir>/worktrees/<name>):
- * git follows its commondir and reads its config.worktree when it works in
- * that linked worktree, wherever that is.
- */
-static int protect_git_worktree(const char *wt, void *ctx)
-{
-	static const char *const files[] = {"commondir", "config.worktree", "gitdir"};
-	struct modules_walk *w = ctx;
-
-	if (++w->count > GIT_MODULES_MAX)
-		return 1;
-	for (size_t i = 0; i < ELEMENTSOF(files); i++) {
-		_cleanup_free_ char *f = ward__path_join(wt, files[i]);
-		int r = f ? protect(w->p, f, "git worktree link") : -ENOMEM;
-
-		if (r < 0)
-			return r;
-	}
-	return 0;
-}
-
-/* A git directory of a worktree root: its contents, its linked worktrees', its submodules'. */
-static int protect_git_dir(struct ward_policy *p, const char *root, const char *gitdir)
-{
-	_cleanup_free_ char *modules = ward__path_join(gitdir, "modules");
-	_cleanup_free_ char *worktrees = ward__path_join(gitdir, "worktrees");
-	struct modules_walk wt = {p, root, 0, 0}, mod = {p, root, 0, 0};
-	int r;
-
-	if (!modules || !worktrees)
-		return -ENOMEM;
-	r = protect_git_dir_contents(p, root, gitdir);
-	if (r >= 0)
-		r = each_subdir(worktrees, protect_git_worktree, &wt);
-	if (r >= 0)
-		r = protect_git_modules(modules, &mod);
-	return r;
-}
-
-/* The submodule walk of one root: each submodule once, and a budget for all of them. */
-struct git_walk {
-	struct ward__strv seen;
-	unsigned budget;
-};
-
-#define GIT_SUBMODULES_MAX 256 /* submodule entries looked at per writable root */
-
-static int protect_git_at(struct ward_policy *p, const char *root, unsigned depth,
-			  struct git_walk *w);
-
-struct submodule_ctx {
-	struct ward_policy *p;
-	const char *root;
-	unsigned depth;
-	struct git_walk *walk;
-};
-
-/*
- * One "path = X" of .gitmodules: the submodule's worktree inside root. When it
- * has a .git (a gitdir: file, or a directory), that is protected like the top
- * one: rewriting the file would point git, recursing into the submodule from
- * the host, at a planted git directory.
- */
-static int protect_submodule(const char *value, void *ctx)
-{
-	struct submodule_ctx *c = ctx;
-	_cleanup_free_ char *sub = NULL;
-	char canon[PATH_MAX];
-
-	/* A hostile .gitmodules cannot make resolution slow: a fixed budget for the whole walk. */
-	if (!*value || value[0] == '/' || c->walk->budget == 0)
-		return 0;
-	c->walk->budget--;
-	sub = ward__path_join(c->root, value);
-	if (!sub)
-		return -ENOMEM;
-	if (!realpath(sub, canon) || !ward__path_under(canon, c->root) ||
-	    strcmp(canon, c->root) == 0 || ward__strv_contains(&c->walk->seen, canon))
-		return 0;
-	return protect_git_at(c->p, canon, c->depth + 1, c->walk);
-}
-
-static int protect_git(struct ward_policy *p, const char *root)
-{
-	struct git_walk w = {.budget = GIT_SUBMODULES_MAX};
-	int r = protect_git_at(p, root, 0, &w);
-
-	ward__strv_release(&w.seen);
-	return r;
-}
-
-static int protect_dotgit(struct ward_policy *p, const char *root);
-
-static int protect_git_at(struct ward_policy *p, const char *root, unsigned depth,
-			  struct git_walk *w)
-{
-	_cleanup_free_ char *gitmodules = ward__path_join(root, ".gitmodules");
-	struct submodule_ctx c = {p, root, depth, w};
-	int r;
-
-	/* Each submodule root once (the set is capped like every policy list). */
-	if (ward__strv_push(&w->seen, root) < 0)
-		return 0;
-
-	if (!gitmodules)
-		return -ENOMEM;
-	r = protect_dotgit(p, root);
-	if (r < 0 || depth >= GIT_MODULES_MAX_DEPTH)
-		return r;
-	return git_config_each(gitmodules, "submodule", "path", protect_submodule, &c);
-}
-
-static int protect_dotgit(struct ward_policy *p, const char *root)
-{
-	_cleanup_free_ char *dotgit = ward__path_join(root, ".git");
-	struct stat st;
-	int r;
-
-	if (!dotgit)
-		return -ENOMEM;
-	if (lstat(dotgit, &st) < 0)
-		return 0;
-	if (S_ISDIR(st.st_mode)) {
-		/* .git stays writable (commits work) but cannot be renamed away and replaced. */
-		r = pin(p, dotgit, "git directory");
-		if (r >= 0)
-			r = protect_git_dir(p, root, dotgit);
-		return r;
-	}
-	if (S_ISREG(st.st_mode)) {
-		_cleanup_free_ char *gitdir = read_gitdir_file(root, dotgit);
-		_cleanup_free_ char *commonfile = NULL, *common = NULL, *cbuf = NULL,
-				    *wtconfig = NULL;
-		char canon[PATH_MAX];
-
-		/* Rewriting the gitdir: line would point git at a planted repository. */
-		r = protect(p, dotgit, "git worktree link");
-		if (r < 0 || !gitdir || !realpath(gitdir, canon))
-			return r;
-		r = pin(p, canon, "git directory");
-		if (r < 0)
-			return r;
-		wtconfig = ward__path_join(canon, "config.worktree");
-		commonfile = ward__path_join(canon, "commondir");
-		if (!wtconfig || !commonfile)
-			return -ENOMEM;
-		r = protect(p, wtconfig, "git config");
-		if (r < 0)
-			return r;
-		if (ward__read_regular_file(commonfile, PATH_MAX, &cbuf, NULL) == 0) {
-			char rc[PATH_MAX];
-
-			cbuf[strcspn(cbuf, "\r\n")] = '\0';
-			common = cbuf[0] == '/' ? strdup(cbuf) : ward__path_join(canon, cbuf);
-			if (!common)
-				return -ENOMEM;
-			if (realpath(common, rc)) {
-				r = pin(p, rc, "git directory");
-				if (r >= 0)
-					r = protect(p, commonfile, "git worktree link");
-				if (r >= 0)
-					r = protect_git_dir(p, root, rc);
-				return r;
-			}
-		}
-		/* A submodule: hooks and config live in its own git directory. */
-		return protect_git_dir(p, root, canon);
-	}
-	return 0;
-}
-
-/* The deepest writable root strictly above path, or NULL. */
-static const char *enclosing_root(const struct ward_policy *p, const char *path)
-{
-	const char *best = NULL;
-
-	for (size_t i = 0; i < p->roots.n; i++)
-		if (strcmp(p->roots.v[i], path) != 0 && ward__path_under(path, p->roots.v[i]) &&
-		    (!best || strlen(p->roots.v[i]) > strlen(best)))
-			best = p->roots.v[i];
-	return best;
-}
-
-/*
- * A read-only bind or a guard holds on to its directory entry, not to the
- * path: if the command could rename a parent away and build a new one in its
- * place ("mv sub sub2; mkdir sub; echo x > sub/file"), the host would see the
- * new, unprotected entry at the protected path. So every directory between
- * the enclosing writable root and a protected path (or a nested writable
- * root) is pinned, and with inclusive the path itself too (the directory a
- * guard watches). canonical must be canonical (symlinks resolved).
- */
-static int pin_ancestors(struct ward_policy *p, const char *canonical, bool inclusive)
-{
-	const char *root = enclosing_root(p, canonical);
-	char buf[PATH_MAX];
-	size_t start;
-	int r;
-
-	if (!root || strlen(canonical) >= sizeof(buf))
-		return 0;
-	memcpy(buf, canonical, strlen(canonical) + 1);
-	start = strcmp(root, "/") == 0 ? 0 : strlen(root);
-	for (char *s = buf + start + 1; (s = strchr(s, '/')); s++) {
-		*s = '\0';
-		r = pin(p, buf, "holds a protected path");
-		*s = '/';
-		if (r < 0)
-			return r;
-	}
-	return inclusive ? pin(p, buf, "holds a protected path") : 0;
-}
-
-static int pin_all_ancestors(struct ward_policy *p)
-{
-	size_t n = p->n_protected;
-	int r;
-
-	for (size_t i = 0; i < p->roots.n; i++) {
-		r = pin_ancestors(p, p->roots.v[i], false);
-		if (r < 0)
-			return r;
-	}
-	/*
-	 * add_entry() reallocates the array (not the strings): the entries that
-	 * were there before, by index, each read before the call.
-	 */
-	for (size_t i = 0; i < n; i++) {
-		bool missing = p->protected[i].kind == WARD_PROTECT_MISSING;
-
-		r = pin_ancestors(p, missing ? p->protected[i].guard_dir : p->protected[i].path,
-				  missing);
-		if (r < 0)
-			return r;
-	}
-	return 0;
-}
+#include "policy/protect.h"
 
 static int cmp_depth(const char *a, const char *b)
 {
@@ -685,6 +40,307 @@ static int cmp_protected(const void *a, const void *b)
 	return c ? c : (int)x->kind - (int)y->kind;
 }
 
+/* ------------------------------------------------------------ autorun names, home and PATH */
+
+/* The scan's findings become protected paths (autorun.c reports, this file protects). */
+static int sink_found(void *userdata, const char *path, const char *reason)
+{
+	return ward__policy_protect(userdata, path, reason);
+}
+
+static int sink_missing(void *userdata, const char *dir, const char *name, const char *reason)
+{
+	struct ward_policy *p = userdata;
+	_cleanup_free_ char *path = ward__path_join(dir, name);
+
+	return path
+		? ward__policy_add_entry(p, path, WARD_PROTECT_MISSING, false, dir, name, reason)
+		: -ENOMEM;
+}
+
+/*
+ * The home directory, canonical: $HOME (what shells and most tools go by),
+ * or the password file's entry when $HOME is unset. NULL when neither names
+ * an existing directory.
+ */
+static char *home_dir(void)
+{
+	_cleanup_free_ char *home = NULL;
+	char canon[PATH_MAX];
+	struct stat st;
+
+	if (ward__home_dir(&home) < 0 || !ward__policy_canon(home, canon) || stat(canon, &st) < 0 ||
+	    !S_ISDIR(st.st_mode))
+		return NULL;
+	return strdup(canon);
+}
+
+/* A directory a package manager fills (installs write there): node_modules/.bin, a virtualenv's bin. */
+static bool tool_managed(const char *dir)
+{
+	_cleanup_free_ char *parent = strdup(dir), *cfg = NULL;
+	const char *base = strrchr(dir, '/');
+	char *slash;
+
+	if (!parent || !base)
+		return false;
+	slash = strrchr(parent, '/');
+	*slash = '\0';
+	if (strcmp(base + 1, ".bin") == 0 && slash > parent &&
+	    strcmp(strrchr(parent, '/') + 1, "node_modules") == 0)
+		return true;
+	cfg = ward__path_join(parent[0] ? parent : "/", "pyvenv.cfg");
+	return cfg && access(cfg, F_OK) == 0;
+}
+
+/*
+ * A PATH directory that does not exist: where it would appear is recorded
+ * (p->path_missing), and its deepest existing ancestor is returned in
+ * ret_start (canonical) when it lies inside a writable root. The guard then
+ * follows the directories on the way as they are created, rather than
+ * refusing the first of them (a missing ~/.local/bin must not stop every
+ * command that creates ~/.local/share).
+ */
+static int path_missing(struct ward_policy *p, const char *abs, char **ret_start)
+{
+	_cleanup_free_ char *anc = strdup(abs);
+	char canon[PATH_MAX], full[PATH_MAX + 1];
+	size_t cut = 0;
+
+	*ret_start = NULL;
+	if (!anc)
+		return -ENOMEM;
+	for (;;) {
+		char *slash = strrchr(anc, '/');
+
+		if (!slash || slash == anc)
+			return 0;
+		*slash = '\0';
+		cut = (size_t)(slash - anc);
+		if (ward__policy_canon(anc, canon))
+			break;
+	}
+	if (!ward__policy_in_roots(p, canon))
+		return 0;
+	if ((size_t)snprintf(full, sizeof(full), "%s%s", strcmp(canon, "/") == 0 ? "" : canon,
+			     abs + cut) >= sizeof(full) ||
+	    ward__policy_unprotected(p, full) || ward__strv_contains(&p->path_missing, full))
+		return 0;
+	*ret_start = strdup(canon);
+	if (!*ret_start)
+		return -ENOMEM;
+	return ward__strv_push(&p->path_missing, full);
+}
+
+/*
+ * Every directory of the caller's PATH inside a writable root: a program
+ * planted there runs in place of the one the person meant, the next time
+ * their shell looks it up. A relative entry (".", "", "bin") is taken from
+ * the working directory, where the person's shell most likely is. What
+ * cannot be protected is said in the notes: an entry that is a writable root
+ * itself (the whole workspace would be read-only) or holds one, and the
+ * directories package managers fill (node_modules/.bin, a virtualenv's bin),
+ * which installs must write. Missing ones go to starts (see path_missing()).
+ */
+static int protect_path_dirs(struct ward_policy *p, struct ward__strv *starts)
+{
+	const char *path = getenv("PATH");
+	_cleanup_free_ char *copy = path ? strdup(path) : NULL;
+	char *next = NULL, *e, canon[PATH_MAX];
+	unsigned count = 0;
+	int r;
+
+	if (!path)
+		return 0;
+	if (!copy)
+		return -ENOMEM;
+	/* Not strtok: an empty entry means the working directory. */
+	for (e = copy; e && count++ < WARD_POLICY_MAX_PATHS; e = next) {
+		_cleanup_free_ char *abs = NULL, *start = NULL;
+		const char *why = NULL;
+
+		next = strchr(e, ':');
+		if (next)
+			*next++ = '\0';
+		abs = e[0] == '/' ? ward__path_absolute(e)
+				  : ward__path_join(p->resolved_cwd, e[0] ? e : ".");
+		if (!abs)
+			return -ENOMEM;
+		if (!ward__policy_canon(abs, canon)) {
+			r = tool_managed(abs) ? 0 : path_missing(p, abs, &start);
+			if (r >= 0 && start && !ward__strv_contains(starts, start))
+				r = ward__strv_push(starts, start);
+			if (r < 0)
+				return r;
+			continue;
+		}
+		if (!ward__policy_in_roots(p, canon))
+			continue;
+		if (ward__policy_is_root(p, canon))
+			why = " is a writable root: a program planted there is not stopped (take it out of PATH)";
+		for (size_t i = 0; !why && i < p->roots.n; i++)
+			if (ward__path_under(p->roots.v[i], canon))
+				why = " holds a writable root: not protected";
+		if (!why && tool_managed(canon))
+			why = " is filled by a package manager: not protected (--protect it to keep it read-only)";
+		r = why ? ward__policy_note(p, "PATH entry", e, why)
+			: ward__policy_protect(p, abs, ward__autorun_path_reason);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+/*
+ * The starts of the scan: every writable root with every name to
+ * WARD_AUTORUN_DEPTH levels, except /tmp and $TMPDIR when the caller did not
+ * name them: a world-writable sticky one is shared with every other user (a
+ * .codex another user makes there is none of ours to guard, let alone
+ * remove), any other gets the names at its top only (nothing opens a
+ * temporary directory as a project; a deep scan of one would cost every
+ * launch). The home directory when a writable root is or holds it, with its
+ * own autostart and credential places. Last, the way to PATH directories
+ * that do not exist yet, where the first scan did not pass.
+ */
+static int protect_roots(struct ward_policy *p, const struct ward__strv *named,
+			 struct ward_error *err)
+{
+	_cleanup_free_ struct ward__autorun_point *points =
+		calloc(p->roots.n + WARD_POLICY_MAX_PATHS + 1, sizeof(*points));
+	_cleanup_free_ char **starts =
+		calloc(p->roots.n + WARD_POLICY_MAX_PATHS + 2, sizeof(char *));
+	_cleanup_(ward__strv_release) struct ward__strv path_starts = {0};
+	struct ward__autorun_sink sink = {sink_found, sink_missing, p};
+	struct ward__autorun_budget budget = {ward__now_ms() + WARD_AUTORUN_SCAN_MS, 0};
+	size_t n = 0, home_at = SIZE_MAX;
+	struct stat st;
+	int r;
+
+	if (!points || !starts)
+		return -ENOMEM;
+	for (size_t i = 0; i < p->roots.n; i++) {
+		const char *root = p->roots.v[i];
+		bool temp = !ward__strv_contains(named, root);
+
+		if (temp && stat(root, &st) == 0 &&
+		    (st.st_mode & (S_ISVTX | S_IWOTH)) == (S_ISVTX | S_IWOTH))
+			continue;
+		r = ward__policy_protect_git(p, root);
+		if (r < 0)
+			return ward__error(err, r, "policy",
+					   "cannot resolve the protected paths of '%s': %m", root);
+		starts[n] = p->roots.v[i];
+		points[n++] = ward__autorun_root_point(temp ? 0 : WARD_AUTORUN_DEPTH);
+	}
+	p->home = home_dir();
+	if (p->home && !ward__policy_in_roots(p, p->home)) {
+		free(p->home);
+		p->home = NULL;
+	}
+	if (p->home && !ward__policy_unprotected(p, p->home)) {
+		struct ward__autorun_point hp = ward__autorun_home_point(WARD_AUTORUN_DEPTH);
+
+		for (size_t i = 0; i < n; i++)
+			if (strcmp(starts[i], p->home) == 0)
+				home_at = i;
+		if (home_at == SIZE_MAX) {
+			starts[n] = p->home;
+			points[n++] = hp;
+		} else {
+			points[home_at].m[0] |= hp.m[0];
+			points[home_at].depth = MAX(points[home_at].depth, hp.depth);
+		}
+		/* Its parents (and itself) stay where they are: the scan's findings are in it. */
+		r = ward__policy_pin_ancestors(p, p->home, true);
+		if (r < 0)
+			return ward__error(err, r, "policy", "cannot pin the home directory: %m");
+	}
+	r = protect_path_dirs(p, &path_starts);
+	if (r < 0)
+		return ward__error(err, r, "policy", "cannot resolve the directories of PATH: %m");
+	/* Every directory looked into watches for missing PATH directories too. */
+	for (size_t i = 0; i < n; i++)
+		points[i].paths = p->path_missing.n > 0;
+
+	p->scan_depth = WARD_AUTORUN_DEPTH;
+	p->scan_cut = false;
+	r = ward__autorun_scan(p, starts, points, n, &sink, &budget);
+	n = 0;
+	for (size_t i = 0; r >= 0 && i < path_starts.n; i++) {
+		/* Kept in place: the guard watches this directory, not its path. */
+		r = ward__policy_pin_ancestors(p, path_starts.v[i], true);
+		if (r >= 0 && !ward__autorun_watched(p, path_starts.v[i])) {
+			starts[n] = path_starts.v[i];
+			points[n++] = (struct ward__autorun_point){.depth = -1, .paths = true};
+		}
+	}
+	if (r >= 0)
+		r = ward__autorun_scan(p, starts, points, n, &sink, &budget);
+	if (r == -E2BIG) {
+		ward__error(
+			err, r, "policy",
+			"more than %d protected paths in the writable roots (autorun names, git)",
+			WARD_POLICY_MAX_PROTECTED);
+		ward__error_hint(err, "--unprotect the directories that hold most of them");
+		return r;
+	}
+	if (r < 0)
+		return ward__error(err, r, "policy", "cannot look for autorun names: %m");
+	if (p->scan_cut) {
+		char why[200];
+
+		snprintf(
+			why, sizeof(why),
+			": a limit (%d directories, %d entries, %d ms) was reached; autorun names deeper than %u levels are not all protected",
+			WARD_AUTORUN_MAX_DIRS, WARD_AUTORUN_MAX_ENTRIES, WARD_AUTORUN_SCAN_MS,
+			p->scan_depth);
+		r = ward__policy_note(p, "the autorun scan stopped in", p->resolved_cwd, why);
+	}
+	return r;
+}
+
+/*
+ * --unprotect paths as the protected ones are written: canonical, a missing
+ * tail kept as given (lifting a name that does not exist yet stops the guard
+ * from watching for it).
+ */
+static int resolve_unprotect(struct ward_policy *p)
+{
+	for (size_t i = 0; i < p->unprotect.n; i++) {
+		_cleanup_free_ char *anc = strdup(p->unprotect.v[i]);
+		char canon[PATH_MAX], full[PATH_MAX + 1];
+		size_t cut;
+		int r;
+
+		if (!anc)
+			return -ENOMEM;
+		cut = strlen(anc);
+		while (!ward__policy_canon(anc, canon)) {
+			char *slash = strrchr(anc, '/');
+
+			if (!slash || slash == anc) {
+				snprintf(canon, sizeof(canon), "/");
+				cut = 0;
+				break;
+			}
+			*slash = '\0';
+			cut = (size_t)(slash - anc);
+		}
+		if ((size_t)snprintf(full, sizeof(full), "%s%s",
+				     strcmp(canon, "/") == 0 ? "" : canon,
+				     p->unprotect.v[i] + cut) >= sizeof(full))
+			return -ENAMETOOLONG;
+		r = ward__strv_push(&p->unprotected, full[0] ? full : "/");
+		if (r < 0)
+			return r;
+		r = ward__policy_note(p, "unprotected", full[0] ? full : "/",
+				      ": the default protections there and beneath are lifted");
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
 /* Adds a writable root; its canonical path also goes to record (when not NULL). */
 static int add_root(struct ward_policy *p, const char *path, bool must_exist, const char *what,
 		    struct ward__strv *record, struct ward_error *err)
@@ -692,14 +348,15 @@ static int add_root(struct ward_policy *p, const char *path, bool must_exist, co
 	char canon[PATH_MAX];
 	struct stat st;
 
-	if (!canon_path(path, canon) || stat(canon, &st) < 0) {
+	if (!ward__policy_canon(path, canon) || stat(canon, &st) < 0) {
 		if (!must_exist)
-			return note(p, "skipped missing writable root", path, "");
+			return ward__policy_note(p, "skipped missing writable root", path, "");
 		return ward__error(err, -errno, "policy", "%s '%s' does not exist: %m", what, path);
 	}
 	if (!S_ISDIR(st.st_mode)) {
 		if (!must_exist)
-			return note(p, "skipped writable root", path, ": not a directory");
+			return ward__policy_note(p, "skipped writable root", path,
+						 ": not a directory");
 		return ward__error(err, -ENOTDIR, "policy", "%s '%s' is not a directory", what,
 				   path);
 	}
@@ -712,13 +369,12 @@ static int add_root(struct ward_policy *p, const char *path, bool must_exist, co
 
 static int resolve(struct ward_policy *p, struct ward_error *err)
 {
-	static const char *const agent_dirs[] = {".codex", ".agents", ".ward"};
 	_cleanup_(ward__strv_release) struct ward__strv named = {0};
 	char canon[PATH_MAX];
 	struct stat st;
 	int r;
 
-	if (!canon_path(p->cwd ? p->cwd : ".", canon))
+	if (!ward__policy_canon(p->cwd ? p->cwd : ".", canon))
 		return ward__error(err, -errno, "policy",
 				   "cannot resolve the working directory '%s': %m",
 				   p->cwd ? p->cwd : ".");
@@ -729,6 +385,15 @@ static int resolve(struct ward_policy *p, struct ward_error *err)
 	if (!p->resolved_cwd)
 		return -ENOMEM;
 
+	/* The network by domain is the proxy's: the sandbox's own network must stay off. */
+	if (ward__policy_net_by_domain(p) && p->mode == WARD_MODE_DANGER_FULL_ACCESS)
+		return ward__error(
+			err, -EINVAL, "policy",
+			"danger-full-access runs without a sandbox: --allow-domain and --deny-domain cannot be enforced");
+	if (ward__policy_net_by_domain(p) && p->network_set && p->network)
+		return ward__error(
+			err, -EINVAL, "policy",
+			"--network on gives the whole network: it cannot go with --allow-domain or --deny-domain (which keep the network off but for the hosts they allow)");
 	if (p->mode == WARD_MODE_DANGER_FULL_ACCESS) {
 		/* No sandbox at all: refuse what the user asked for and would not get. */
 		if (p->deny_read.n > 0 || p->protect.n > 0)
@@ -757,37 +422,21 @@ static int resolve(struct ward_policy *p, struct ward_error *err)
 			return r;
 		qsort(p->roots.v, p->roots.n, sizeof(char *), cmp_str);
 
-		for (size_t i = 0; i < p->roots.n; i++) {
-			const char *root = p->roots.v[i];
-
-			/*
-			 * /tmp (or a $TMPDIR like it: world-writable and sticky) is shared
-			 * with every other user: a .codex another user makes there is none
-			 * of ours to guard, let alone remove. Every other root, and every
-			 * root the user named, keeps the git and agent protections.
-			 */
-			if (!ward__strv_contains(&named, root) && stat(root, &st) == 0 &&
-			    (st.st_mode & (S_ISVTX | S_IWOTH)) == (S_ISVTX | S_IWOTH))
-				continue;
-			r = protect_git(p, root);
-			for (size_t j = 0; r >= 0 && j < ELEMENTSOF(agent_dirs); j++) {
-				_cleanup_free_ char *d = ward__path_join(root, agent_dirs[j]);
-
-				r = d ? protect(p, d, "agent configuration") : -ENOMEM;
-			}
-			if (r < 0)
-				return ward__error(err, r, "policy",
-						   "cannot resolve the protected paths of '%s': %m",
-						   root);
-		}
+		r = resolve_unprotect(p);
+		if (r < 0)
+			return ward__error(err, r, "policy",
+					   "cannot resolve --unprotect paths: %m");
+		r = protect_roots(p, &named, err);
+		if (r < 0)
+			return r;
 		for (size_t i = 0; i < p->protect.n; i++) {
-			r = protect(p, p->protect.v[i], "--protect");
+			r = ward__policy_protect(p, p->protect.v[i], ward__policy_reason_explicit);
 			if (r < 0)
 				return ward__error(err, r, "policy",
 						   "cannot resolve protected path '%s': %m",
 						   p->protect.v[i]);
 		}
-		r = pin_all_ancestors(p);
+		r = ward__policy_pin_all_ancestors(p);
 		if (r < 0)
 			return ward__error(err, r, "policy",
 					   "cannot pin the parents of the protected paths: %m");
@@ -799,8 +448,8 @@ static int resolve(struct ward_policy *p, struct ward_error *err)
 		return -ENOMEM;
 	for (size_t i = 0; i < p->deny_read.n; i++) {
 		if (!realpath(p->deny_read.v[i], canon) || stat(canon, &st) < 0) {
-			r = note(p, "deny-read path", p->deny_read.v[i],
-				 " does not exist: nothing to hide");
+			r = ward__policy_note(p, "deny-read path", p->deny_read.v[i],
+					      " does not exist: nothing to hide");
 			if (r < 0)
 				return r;
 			continue;
@@ -842,10 +491,11 @@ WARD_PUBLIC int ward_policy_resolve(struct ward_policy *p, struct ward_error *er
 		return -EINVAL;
 	ward__error_clear(err);
 	ward__policy_clear_resolved(p);
-	canon_cache = calloc(1, sizeof(*canon_cache)); /* without it, realpath() every time */
-	r = resolve(p, err);
-	free(canon_cache);
-	canon_cache = NULL;
+	/* Without it, realpath() every time. */
+	r = ward__policy_canon_cache(true);
+	if (r >= 0)
+		r = resolve(p, err);
+	ward__policy_canon_cache(false);
 	if (r < 0) {
 		if (err && !err->message[0])
 			ward__error(err, r, "policy", "cannot resolve the policy: %m");

@@ -4,9 +4,6 @@
 #include <string.h>
 #include <strings.h>
 
-#include <openssl/crypto.h>
-#include <openssl/evp.h>
-
 #include "rpc/http.h"
 
 int ward__http_parser_init(struct ward__http_parser *p, const struct ward__http_limits *limits)
@@ -168,10 +165,24 @@ static int parse_request_line(struct ward__http_parser *p, char *line)
 	} else {
 		return refuse(p, 400, "malformed HTTP version");
 	}
+	req->method = line;
+	if (p->limits.proxy) {
+		/*
+		 * CONNECT names an authority, everything else an absolute URI
+		 * ("scheme://..."); origin-form is for servers, and "*" (OPTIONS)
+		 * names no host to check.
+		 */
+		bool connect = strcmp(line, "CONNECT") == 0;
+
+		if (connect ? strstr(sp1 + 1, "://") || sp1[1] == '/' : !strstr(sp1 + 1, "://"))
+			return refuse(p, 400,
+				      connect ? "CONNECT needs host:port" : "not an absolute URI");
+		req->path = sp1 + 1;
+		return 0;
+	}
 	/* Only origin-form ("/path?query"): no proxy forms, no "*". */
 	if (sp1[1] != '/')
 		return refuse(p, 400, "request target is not an absolute path");
-	req->method = line;
 	req->path = sp1 + 1;
 	q = strchr(sp1 + 1, '?');
 	if (q) {
@@ -247,6 +258,10 @@ static int parse_field(struct ward__http_parser *p, char *line)
 		if (req->has_body)
 			r = refuse(p, 400, "repeated body framing");
 		req->has_body = true;
+		if (strcasecmp(line, "Content-Length") == 0)
+			req->content_length = v;
+		else
+			req->transfer_encoding = v;
 	}
 	return r;
 }
@@ -277,7 +292,8 @@ static int parse_head(struct ward__http_parser *p)
 	}
 	if (req->version_minor >= 1 && !req->host)
 		return refuse(p, 400, "no Host field");
-	if (req->has_body && (strcmp(req->method, "GET") == 0 || strcmp(req->method, "HEAD") == 0))
+	if (req->has_body && !p->limits.proxy &&
+	    (strcmp(req->method, "GET") == 0 || strcmp(req->method, "HEAD") == 0))
 		return refuse(p, 400, "a GET with a body");
 	p->state = WARD_HTTP_DONE;
 	return WARD_HTTP_DONE;
@@ -382,64 +398,6 @@ int ward__http_check_upgrade(const struct ward__http_request *req, const char **
 	if (ret_reason)
 		*ret_reason = reason;
 	return status;
-}
-
-/* ------------------------------------------------------------------ crypto */
-
-int ward__http_ws_accept(const char *key, char ret[WARD_WS_ACCEPT_LEN + 1])
-{
-	unsigned char in[24 + sizeof(WARD_WS_GUID) - 1], md[EVP_MAX_MD_SIZE];
-	unsigned int md_len = 0;
-
-	if (!ward__http_ws_key_valid(key))
-		return -EINVAL;
-	memcpy(in, key, 24);
-	memcpy(in + 24, WARD_WS_GUID, sizeof(WARD_WS_GUID) - 1);
-	/* SHA-1 as RFC 6455 requires; here it is a fixed transform, not a security boundary. */
-	if (EVP_Digest(in, sizeof(in), md, &md_len, EVP_sha1(), NULL) != 1 || md_len != 20)
-		return -EIO;
-	if (EVP_EncodeBlock((unsigned char *)ret, md, 20) != WARD_WS_ACCEPT_LEN)
-		return -EIO;
-	ret[WARD_WS_ACCEPT_LEN] = '\0';
-	return 0;
-}
-
-bool ward__http_token_equal(const void *presented, size_t presented_len, const void *expected,
-			    size_t expected_len)
-{
-	unsigned char a[EVP_MAX_MD_SIZE], b[EVP_MAX_MD_SIZE];
-	unsigned int al = 0, bl = 0;
-
-	if (!presented || presented_len == 0 || !expected || expected_len == 0)
-		return false;
-	/*
-	 * Hashing first makes the comparison independent of both lengths, and
-	 * CRYPTO_memcmp of its contents: a client timing the answers learns
-	 * nothing about the token, not even how long it is.
-	 */
-	if (EVP_Digest(presented, presented_len, a, &al, EVP_sha256(), NULL) != 1 ||
-	    EVP_Digest(expected, expected_len, b, &bl, EVP_sha256(), NULL) != 1 || al != 32 ||
-	    bl != 32)
-		return false;
-	return CRYPTO_memcmp(a, b, 32) == 0;
-}
-
-/* ------------------------------------------------------------------ responses */
-
-int ward__http_respond_upgrade(struct ward__buf *out, const char *ws_key)
-{
-	char accept[WARD_WS_ACCEPT_LEN + 1];
-	int r = ward__http_ws_accept(ws_key, accept);
-
-	if (r < 0)
-		return r;
-	return ward__buf_printf(out,
-				"HTTP/1.1 101 Switching Protocols\r\n"
-				"Upgrade: websocket\r\n"
-				"Connection: Upgrade\r\n"
-				"Sec-WebSocket-Accept: %s\r\n"
-				"\r\n",
-				accept);
 }
 
 static const struct {

@@ -13,7 +13,8 @@
  * the next protocol) or the status to answer with.
  *
  * Strict, because the head comes from anyone who can connect before any
- * authentication (RFC 9112 lets a server refuse what it does not need):
+ * authentication, or from a sandboxed command talking to the egress proxy
+ * (RFC 9112 lets a server refuse what it does not need):
  *   - lines end in CRLF; a bare CR or a bare LF is refused (400), as is
  *     obs-fold (a line starting with SP or HTAB) and whitespace between a
  *     field name and its colon (RFC 9112 section 5.1, request smuggling);
@@ -50,6 +51,13 @@ struct ward__http_limits {
 	size_t max_head; /* request line + fields + the empty line, in bytes */
 	size_t max_line; /* one line without its CRLF */
 	unsigned max_fields; /* field lines */
+	/*
+	 * A forward proxy's requests (src/net): the request target is in
+	 * absolute-form ("http://host/path") or, for CONNECT only, in
+	 * authority-form ("host:443"), never origin-form; request->path is the
+	 * whole target (no query split), and any method may carry a body.
+	 */
+	bool proxy;
 };
 
 struct ward__http_field {
@@ -80,6 +88,8 @@ struct ward__http_request {
 	const char *bearer; /* its token when the scheme is Bearer (RFC 6750 syntax), or NULL */
 	size_t bearer_len;
 	bool has_body; /* Content-Length or Transfer-Encoding present */
+	const char *content_length; /* the field's value, or NULL */
+	const char *transfer_encoding; /* the field's value, or NULL */
 	const struct ward__http_field *fields;
 	size_t n_fields;
 };

@@ -69,18 +69,13 @@ static int format_line(const char *const *prefix, size_t n, char **ret)
 	return r;
 }
 
+static int append_line(const char *path, const char *line, struct ward_error *err);
+
 int ward__rules_append_allow(const char *path, const char *const *prefix, size_t n,
 			     struct ward_error *err)
 {
-	_cleanup_free_ char *line = NULL, *target = NULL, *dir = NULL, *old = NULL, *text = NULL,
-			    *tmp = NULL, *cwd = NULL, *home = NULL;
-	_cleanup_close_ int dfd = -1, fd = -1;
-	struct ward__rules check;
-	struct ward__match_opts o = {.resolve_host_executables = true};
-	const char *why = NULL, *slash;
-	size_t old_len = 0, len;
-	mode_t mode = 0644;
-	struct stat st;
+	_cleanup_free_ char *line = NULL;
+	const char *why = NULL;
 	int r;
 
 	if (n == 0)
@@ -99,6 +94,46 @@ int ward__rules_append_allow(const char *path, const char *const *prefix, size_t
 	r = format_line(prefix, n, &line);
 	if (r < 0)
 		return ward__error(err, r, "rules", "cannot add a rule: %m");
+	return append_line(path, line, err);
+}
+
+int ward__rules_append_network(const char *path, const char *host, const char *protocol,
+			       struct ward_error *err)
+{
+	_cleanup_free_ char *line = NULL;
+	struct ward__buf b;
+	int r;
+
+	/* Codex's amendments name one host: never a wildcard (nor anything a rule would refuse). */
+	if (!host || !*host || strpbrk(host, "*?[]/ \t\"\\"))
+		return ward__error(err, -EPERM, "rules",
+				   "cannot add a network rule for '%.200s': not one host",
+				   host ? host : "");
+	r = ward__buf_init(&b, 4096);
+	if (r >= 0)
+		r = ward__buf_printf(
+			&b, "network_rule(host=\"%s\", protocol=\"%s\", decision=\"allow\")", host,
+			protocol);
+	if (r >= 0)
+		line = (char *)ward__buf_steal(&b, NULL);
+	ward__buf_release(&b);
+	if (!line)
+		return ward__error(err, -ENOMEM, "rules", "cannot add a rule: %m");
+	return append_line(path, line, err);
+}
+
+static int append_line(const char *path, const char *line, struct ward_error *err)
+{
+	_cleanup_free_ char *target = NULL, *dir = NULL, *old = NULL, *text = NULL, *tmp = NULL,
+			    *cwd = NULL, *home = NULL;
+	_cleanup_close_ int dfd = -1, fd = -1;
+	struct ward__rules check;
+	struct ward__match_opts o = {.resolve_host_executables = true};
+	const char *slash;
+	size_t old_len = 0, len;
+	mode_t mode = 0644;
+	struct stat st;
+	int r;
 
 	/* Write where a symlinked rules file really is, keeping the link. */
 	target = realpath(path, NULL);

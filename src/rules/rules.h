@@ -547,8 +547,6 @@ WARD_INTERNAL int ward__rules_load_dir(struct ward__rules *r, const char *dir, b
 WARD_INTERNAL int ward__rules_user_dir(char **ret_dir);
 /* $CODEX_HOME/rules, else $HOME/.codex/rules. */
 WARD_INTERNAL int ward__rules_codex_dir(char **ret_dir);
-/* The user's home directory ($HOME, else the password file). malloc()ed, -ENOENT. */
-WARD_INTERNAL int ward__home_dir(char **ret_home);
 
 /*
  * The project rules directories for a working directory: "<d>/.ward/rules"
@@ -570,3 +568,23 @@ WARD_INTERNAL int ward__rules_project_dirs(const char *cwd, char ***ret_dirs);
  */
 WARD_INTERNAL int ward__rules_append_allow(const char *path, const char *const *prefix, size_t n,
 					   struct ward_error *err);
+/*
+ * Appends network_rule(host="...", protocol="...", decision="allow") the
+ * same way: an "always" answer to a network question. host is one host
+ * (a wildcard is refused, as Codex refuses it), protocol Codex's name.
+ */
+WARD_INTERNAL int ward__rules_append_network(const char *path, const char *host,
+					     const char *protocol, struct ward_error *err);
+
+/*
+ * What the network_rule lines say of a host and protocol (protocol < 0:
+ * any protocol, for the DNS stub, which does not know it yet): forbidden
+ * wins over prompt over allow (Codex's order), *ret_decision is set and 0
+ * returned; -ENOENT when no rule names the host. An allow from a project's
+ * rules (.ward/rules, written by whoever can write to the project) is not
+ * an allow: it would let a cloned repository open the network for itself.
+ * *ret_justification (optional) is the deciding rule's, or NULL.
+ */
+WARD_INTERNAL int ward__rules_network_decide(const struct ward__rules *r, const char *host,
+					     int protocol, enum ward__decision *ret_decision,
+					     const char **ret_justification);

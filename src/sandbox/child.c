@@ -129,6 +129,8 @@ static void close_inherited_fds(const struct ward__spawn_opts *o, int report_fd,
 	unsigned lo = 3;
 
 	keep[n++] = report_fd;
+	if (o->net_fd >= 0)
+		keep[n++] = o->net_fd;
 	if (hold_fd >= 0)
 		keep[n++] = hold_fd;
 	if (pty_sock >= 0)
@@ -195,6 +197,13 @@ _noreturn_ void ward__child_main(const struct ward__spawn_opts *opts, int report
 			if (r < 0)
 				child_fail(report_fd, &e);
 		}
+		if (o->net_fd >= 0) {
+			r = ward__netns_resolv_conf(&e);
+			if (r >= 0)
+				r = ward__netns_setup(o->net_fd, &e);
+			if (r < 0)
+				child_fail(report_fd, &e);
+		}
 	}
 	if (pty_sock >= 0) {
 		r = open_pty(o, pty_sock, &e);
@@ -241,6 +250,8 @@ _noreturn_ void ward__child_prepared_main(const struct ward__spawn_opts *opts, i
 	struct ward__spawn_opts local = *opts, *o = &local;
 	const struct ward_policy *p = o->policy;
 	unsigned long flags = CLONE_NEWNS | CLONE_NEWIPC | CLONE_NEWUTS;
+
+	o->net_fd = -1;
 	struct ward_error e = {0};
 	struct pollfd pfd = {.fd = life_fd, .events = POLLIN};
 	int landlock_fd = -1, devnull, r;

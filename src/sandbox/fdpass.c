@@ -12,7 +12,19 @@
 
 int ward__send_fd(int sock, int fd)
 {
-	char c = 'L';
+	return ward__send_fd_tag(sock, fd, 'L');
+}
+
+int ward__recv_fd(int sock)
+{
+	char tag;
+
+	return ward__recv_fd_tag(sock, &tag);
+}
+
+int ward__send_fd_tag(int sock, int fd, char tag)
+{
+	char c = tag;
 	struct iovec iov = {.iov_base = &c, .iov_len = 1};
 	union {
 		struct cmsghdr h;
@@ -31,9 +43,9 @@ int ward__send_fd(int sock, int fd)
 	return RET_NERRNO(sendmsg(sock, &mh, MSG_NOSIGNAL));
 }
 
-int ward__recv_fd(int sock)
+int ward__recv_fd_tag(int sock, char *ret_tag)
 {
-	char c;
+	char c = 0;
 	struct iovec iov = {.iov_base = &c, .iov_len = 1};
 	union {
 		struct cmsghdr h;
@@ -56,5 +68,6 @@ int ward__recv_fd(int sock)
 	if (!cm || cm->cmsg_type != SCM_RIGHTS || cm->cmsg_len != CMSG_LEN(sizeof(int)))
 		return -EPROTO;
 	memcpy(&fd, CMSG_DATA(cm), sizeof(int));
+	*ret_tag = c;
 	return fd;
 }

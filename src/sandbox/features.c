@@ -256,7 +256,7 @@ size_t ward__features_missing_guarantees(const struct ward__features *f,
 		return 0;
 	/* Landlock grants rights to whole hierarchies; it cannot take a subpath back out of a root. */
 	if (p->mode == WARD_MODE_WORKSPACE_WRITE)
-		ADD("read-only protection of .git/hooks, .git/config, .codex, .agents, .ward and --protect paths inside writable roots (guarded instead: a change kills the sandbox and is undone; see ward(1))");
+		ADD("read-only protection of .git/hooks, .git/config, autorun names (.vscode, .bashrc, .mcp.json, ...), PATH directories and --protect paths inside writable roots (guarded instead: a change kills the sandbox and is undone; see ward(1))");
 	if (p->n_deny > 0)
 		ADD("hiding of --deny-read paths");
 	ADD("a private /proc and pid isolation (host processes are visible)");

@@ -44,52 +44,6 @@ static void left(struct restore_ctx *c, const char *path, const char *why)
 		snprintf(c->left, c->left_size, "%s: %s", path, why);
 }
 
-/*
- * Removes name under parent_fd without following symlinks; directories
- * recursively (bounded depth), made writable first (the command may have left
- * a directory mode 0555 to keep it). Only entries owned by ward's own user are
- * touched: the sandbox creates files as that user, anything else was made by
- * someone else and is not ours to delete. Returns the first error.
- */
-int ward__remove_tree_at(int parent_fd, const char *name, unsigned depth)
-{
-	_cleanup_close_ int fd = -1;
-	struct stat st;
-	DIR *d;
-	struct dirent *de;
-	int r = 0;
-
-	if (fstatat(parent_fd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
-		return errno == ENOENT ? 0 : -errno;
-	if (st.st_uid != geteuid())
-		return -EPERM;
-	if (!S_ISDIR(st.st_mode))
-		return RET_NERRNO(unlinkat(parent_fd, name, 0));
-	if (depth > 64)
-		return -ELOOP;
-	fd = openat(parent_fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	if (fchmod(fd, 0700) < 0)
-		return -errno;
-	d = fdopendir(TAKE_FD(fd));
-	if (!d)
-		return -errno;
-	while ((de = readdir(d))) {
-		int q;
-
-		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
-			continue;
-		q = ward__remove_tree_at(dirfd(d), de->d_name, depth + 1);
-		if (q < 0 && r == 0)
-			r = q;
-	}
-	closedir(d);
-	if (r < 0)
-		return r;
-	return RET_NERRNO(unlinkat(parent_fd, name, AT_REMOVEDIR));
-}
-
 static bool same_time(const struct timespec *a, const struct timespec *b)
 {
 	return a->tv_sec == b->tv_sec && a->tv_nsec == b->tv_nsec;
@@ -356,18 +310,6 @@ static void restore_node(struct restore_ctx *c, int dirfd, const struct node *n,
 	}
 }
 
-/* Opens a directory by an absolute path without following any symlink on the way. */
-static int open_dir_nofollow(const char *path)
-{
-	struct open_how how = {
-		.flags = O_PATH | O_DIRECTORY | O_CLOEXEC,
-		.resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS,
-	};
-	long fd = syscall(SYS_openat2, AT_FDCWD, path, &how, sizeof(how));
-
-	return fd >= 0 ? (int)fd : -errno;
-}
-
 /* A pinned directory must be at its name again: whatever replaced it goes, it comes back. */
 static void restore_name(struct restore_ctx *c, struct target *t)
 {
@@ -402,7 +344,7 @@ static void restore_name(struct restore_ctx *c, struct target *t)
 		left(c, t->path, "cannot find where the directory went");
 		return;
 	}
-	dfd = open_dir_nofollow(dir);
+	dfd = ward__open_dir_nofollow(dir);
 	if (dfd < 0 || fstatat(dfd, base, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
 	    st.st_dev != t->self_st.st_dev || st.st_ino != t->self_st.st_ino) {
 		left(c, t->path, "cannot find where the directory went");
@@ -451,6 +393,8 @@ int ward__guard_restore(struct ward__guard *g, ward__guard_report_fn fn, void *u
 			report(&c, "create", t->path);
 		}
 	}
+	/* Autorun names the command planted, wherever the scan's directories are. */
+	c.changed += ward__guard_autorun_restore(g, fn, userdata, left_buf, left_size);
 	/*
 	 * Our own repairs raised events too: they are not the command's. A shared
 	 * instance is not drained (the events of other guards are in it): once a

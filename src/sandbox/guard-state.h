@@ -36,6 +36,7 @@ enum target_kind {
 
 struct target {
 	enum target_kind kind;
+	const char *reason; /* the protection's (static), or NULL for a pin the chain added */
 	char *path;
 	const char *name; /* inside path, or guard_name for T_MISSING */
 	char *name_buf;
@@ -47,8 +48,31 @@ struct target {
 	struct node root; /* T_SNAPSHOT */
 };
 
+/* A directory watched for autorun names appearing in it (guard-autorun.c). */
+struct autorun_watch {
+	int wd;
+	char *path; /* as it was when the watch was added */
+	struct ward__autorun_point at;
+};
+
+/* A directory that appeared where autorun names matter: to watch, then to look into. */
+struct autorun_pending {
+	char *path;
+	struct ward__autorun_point at;
+	bool again; /* watched already: only looked into again (events were lost) */
+};
+
+/* Protected names the command created, removed after the sandbox is dead. */
+#define AUTORUN_MAX_CREATED 64
+/* New directories waiting to be watched (as many as may be watched): more fails closed. */
+#define AUTORUN_MAX_PENDING WARD_AUTORUN_MAX_WATCHES
+/* Entries the guard reads in new directories during one run: more fails closed. */
+#define AUTORUN_MAX_ENTRIES (1 << 20)
+
 struct ward__guard {
 	int fd; /* the inotify instance of its own, or -1 with a shared one */
+	/* The resolved policy (a copy the sandbox owns, outliving the guard): the matcher's lists. */
+	const struct ward_policy *policy;
 	struct ward__watches *hub; /* the shared instance, or NULL */
 	bool fallback;
 	bool tripped;
@@ -67,7 +91,50 @@ struct ward__guard {
 	int *lease_fds;
 	char **lease_paths;
 	size_t n_leases;
+	const char *pend_reason; /* with pend_path */
+	/* Autorun names (guard-autorun.c). */
+	struct autorun_watch *aw; /* sorted by wd */
+	size_t n_aw, cap_aw;
+	struct autorun_pending *ap; /* a queue: new directories */
+	size_t ap_head, n_ap;
+	bool ar_lost; /* events were lost: every watched directory is looked into again */
+	bool ar_full; /* a bound was reached: the next settle trips (fails closed) */
+	char *ar_full_path;
+	char *created[AUTORUN_MAX_CREATED];
+	size_t n_created;
+	size_t ar_entries;
 };
+
+/* ------------------------------------------------------------ autorun watches (guard-autorun.c) */
+
+/* Watches the scan's directories (p->watches) at the start; -errno with err. */
+WARD_INTERNAL int ward__guard_autorun_init(struct ward__guard *g, struct ward_error *err);
+WARD_INTERNAL void ward__guard_autorun_release(struct ward__guard *g);
+/*
+ * Once every process of the sandbox is dead: removes the protected names the
+ * command created (recorded, and whatever a last look into the watched
+ * directories finds that did not exist at the start), calling report for
+ * each; names the first it could not remove in left.
+ */
+WARD_INTERNAL unsigned ward__guard_autorun_restore(struct ward__guard *g,
+						   ward__guard_report_fn report, void *userdata,
+						   char *left, size_t left_size);
+
+/* ------------------------------------------------------------ autorun state (guard-watch.c) */
+
+/* The watch of wd, or NULL. */
+WARD_INTERNAL struct autorun_watch *ward__guard_autorun_find(struct ward__guard *g, int wd);
+/* Queues a new directory (copied); false when the queue is full (then the guard fails closed). */
+WARD_INTERNAL bool ward__guard_autorun_queue(struct ward__guard *g, const char *dir,
+					     const char *name,
+					     const struct ward__autorun_point *at);
+/* Records a created protected path, to be removed once the sandbox is dead. */
+WARD_INTERNAL void ward__guard_autorun_created(struct ward__guard *g, const char *path);
+
+/* ------------------------------------------------------------ removing (guard-remove.c) */
+
+/* Opens a directory by an absolute path without following any symlink on the way; -errno. */
+WARD_INTERNAL int ward__open_dir_nofollow(const char *path);
 
 /* ------------------------------------------------------------ shared instance (guard-watch.c) */
 

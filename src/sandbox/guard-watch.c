@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "basic/error.h"
+#include "basic/util.h"
 #include "sandbox/guard-state.h"
 
 /* ------------------------------------------------------------------ events */
@@ -41,34 +42,134 @@ static bool node_event(struct node *n, int wd, const char **ret_path)
 	return false;
 }
 
-/* What one event means: true (and access and path) when it changed a protected path. */
-static bool event_matches(struct ward__guard *g, const struct inotify_event *ev,
-			  const char **ret_access, char *path, size_t size)
+/* ------------------------------------------------------------------ autorun state */
+
+struct autorun_watch *ward__guard_autorun_find(struct ward__guard *g, int wd)
+{
+	size_t lo = 0, hi = g->n_aw;
+
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+
+		if (g->aw[mid].wd == wd)
+			return &g->aw[mid];
+		if (g->aw[mid].wd < wd)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return NULL;
+}
+
+/* The queue is a ring of AUTORUN_MAX_PENDING items, allocated on first use. */
+bool ward__guard_autorun_queue(struct ward__guard *g, const char *dir, const char *name,
+			       const struct ward__autorun_point *at)
+{
+	struct autorun_pending *it;
+	char *path = name ? ward__path_join(dir, name) : strdup(dir);
+
+	if (!path || g->n_ap >= AUTORUN_MAX_PENDING)
+		goto full;
+	if (!g->ap) {
+		g->ap = calloc(AUTORUN_MAX_PENDING, sizeof(*g->ap));
+		if (!g->ap)
+			goto full;
+	}
+	it = &g->ap[(g->ap_head + g->n_ap++) % AUTORUN_MAX_PENDING];
+	*it = (struct autorun_pending){.path = path, .at = *at, .again = !name};
+	return true;
+full:
+	/* Fails closed: a directory not looked into could hide a planted name. */
+	if (!g->ar_full) {
+		g->ar_full = true;
+		g->ar_full_path = path ? path : strdup(dir);
+		return false;
+	}
+	free(path);
+	return false;
+}
+
+void ward__guard_autorun_created(struct ward__guard *g, const char *path)
+{
+	for (size_t i = 0; i < g->n_created; i++)
+		if (strcmp(g->created[i], path) == 0)
+			return;
+	/* Beyond the record, the last look after the kill finds the rest. */
+	if (g->n_created < AUTORUN_MAX_CREATED) {
+		g->created[g->n_created] = strdup(path);
+		if (g->created[g->n_created])
+			g->n_created++;
+	}
+}
+
+/*
+ * An entry appeared in a directory watched for autorun names: an autorun
+ * name is a change (the command planted it); a directory where names
+ * matter is queued, to be watched and looked into (ward__guard_settle).
+ * Returns 1 for a change, 2 when something was queued, 0 otherwise.
+ */
+static int autorun_event(struct ward__guard *g, const struct inotify_event *ev, char *path,
+			 size_t size, const char **ret_reason)
+{
+	struct ward__autorun_point child;
+	struct autorun_watch *w;
+	const char *reason = NULL;
+
+	if (!g->n_aw || !ev->len || !(ev->mask & (IN_CREATE | IN_MOVED_TO)))
+		return 0;
+	w = ward__guard_autorun_find(g, ev->wd);
+	if (!w)
+		return 0;
+	switch (ward__autorun_match(g->policy, &w->at, w->path, ev->name,
+				    (ev->mask & IN_ISDIR) != 0, &child, &reason)) {
+	case WARD_AUTORUN_NONE:
+		return 0;
+	case WARD_AUTORUN_PROTECTED:
+		snprintf(path, size, "%s/%s", strcmp(w->path, "/") == 0 ? "" : w->path, ev->name);
+		ward__guard_autorun_created(g, path);
+		*ret_reason = reason;
+		return 1;
+	case WARD_AUTORUN_DESCEND:
+		ward__guard_autorun_queue(g, w->path, ev->name, &child);
+		return 2;
+	}
+	return 0;
+}
+
+/*
+ * What one event means: 1 (and access, path and reason) when it changed a
+ * protected path, 2 when a new directory waits to be looked into, else 0.
+ */
+static int event_matches(struct ward__guard *g, const struct inotify_event *ev,
+			 const char **ret_access, char *path, size_t size, const char **ret_reason)
 {
 	const char *where;
 
 	if (ev->mask & IN_IGNORED)
-		return false;
+		return 0;
 	for (size_t i = 0; i < g->n; i++) {
 		struct target *t = &g->t[i];
 
 		if (ev->len && t->parent_wd == ev->wd && (ev->mask & NAME_EVENTS) &&
 		    strcmp(t->name, ev->name) == 0) {
 			*ret_access = event_access(ev->mask);
+			*ret_reason = t->reason;
 			snprintf(path, size, "%s", t->path);
-			return true;
+			return 1;
 		}
 		if (t->kind == T_SNAPSHOT && node_event(&t->root, ev->wd, &where)) {
 			*ret_access = event_access(ev->mask);
+			*ret_reason = t->reason;
 			if (ev->len && S_ISDIR(t->root.st.st_mode) &&
 			    !(ev->mask & (IN_DELETE_SELF | IN_MOVE_SELF)))
 				snprintf(path, size, "%s/%s", where, ev->name);
 			else
 				snprintf(path, size, "%s", where);
-			return true;
+			return 1;
 		}
 	}
-	return false;
+	*ret_access = "create";
+	return autorun_event(g, ev, path, size, ret_reason);
 }
 
 /*
@@ -83,6 +184,8 @@ static void overflow(struct ward__guard *g, char *access, size_t asize, char *pa
 {
 	struct stat st;
 
+	/* A lost event could have been a new directory: every watched one is looked into again. */
+	g->ar_lost = g->n_aw > 0;
 	if (*ret_changed)
 		return;
 	for (size_t i = 0; !g->fallback && i < g->n; i++)
@@ -101,11 +204,12 @@ static void overflow(struct ward__guard *g, char *access, size_t asize, char *pa
 }
 
 int ward__guard_read(struct ward__guard *g, char *access, size_t asize, char *path, size_t psize,
-		     bool *ret_changed)
+		     const char **ret_reason, bool *ret_changed)
 {
 	char buf[8192] __attribute__((aligned(__alignof__(struct inotify_event))));
 
 	*ret_changed = false;
+	*ret_reason = NULL;
 	if (!g)
 		return 0;
 	if (g->hub) {
@@ -113,6 +217,7 @@ int ward__guard_read(struct ward__guard *g, char *access, size_t asize, char *pa
 		if (g->pend_path) {
 			snprintf(access, asize, "%s", g->pend_access);
 			snprintf(path, psize, "%s", g->pend_path);
+			*ret_reason = g->pend_reason;
 			*ret_changed = true;
 			free(g->pend_path);
 			g->pend_path = NULL;
@@ -145,7 +250,10 @@ int ward__guard_read(struct ward__guard *g, char *access, size_t asize, char *pa
 				overflow(g, access, asize, path, psize, ret_changed);
 				continue;
 			}
-			if (!*ret_changed && event_matches(g, ev, &a, path, psize)) {
+			/* The first change is the one reported: the sandbox stops on it. */
+			if (*ret_changed)
+				continue;
+			if (event_matches(g, ev, &a, path, psize, ret_reason) == 1) {
 				snprintf(access, asize, "%s", a);
 				*ret_changed = true;
 			}
@@ -366,13 +474,19 @@ static void hub_event(struct ward__watches *w, struct ward__guard *g,
 		      const struct inotify_event *ev)
 {
 	char path[PATH_MAX + 256];
-	const char *a;
+	const char *a, *reason = NULL;
+	int k;
 
-	if (g->tripped || g->pend_path)
-		return; /* the first change is the one reported; after a trip the restoration tells */
-	if (!event_matches(g, ev, &a, path, sizeof(path)))
+	if (g->tripped)
+		return; /* after a trip the restoration tells */
+	k = event_matches(g, ev, &a, path, sizeof(path), &reason);
+	if (k == 2)
+		hub_mark(w, g);
+	/* The first change is the one reported. */
+	if (k != 1 || g->pend_path)
 		return;
 	g->pend_path = strdup(path);
+	g->pend_reason = reason;
 	if (!g->pend_path) {
 		/* No memory to say what changed: say that something may have (fails closed). */
 		g->pend_lost = true;

@@ -35,9 +35,14 @@
  * protected paths themselves (and a protected directory the command moved
  * away, which it moves back).
  *
+ * Besides the paths themselves, the directories the policy's scan looked
+ * into are watched for autorun names appearing (guard-autorun.c), in both
+ * modes.
+ *
  * This file keeps and watches (the snapshot and the targets); guard-watch.c
  * reads the events, of a guard's own inotify instance or of one a server's
- * guards share; guard-restore.c puts back. Their state is guard-state.h.
+ * guards share; guard-autorun.c watches for autorun names; guard-restore.c
+ * puts back, guard-remove.c removes. Their state is guard-state.h.
  */
 #include <dirent.h>
 #include <fcntl.h>
@@ -316,7 +321,7 @@ static bool same_parent(const struct target *t, const char *dir)
  * the first missing name). Opens and watches its parent.
  */
 static int target_add(struct ward__guard *g, enum target_kind kind, const char *dir,
-		      const char *name, struct ward_error *err)
+		      const char *name, const char *reason, struct ward_error *err)
 {
 	_cleanup_free_ char *path = ward__path_join(dir, name);
 	struct target *t;
@@ -330,7 +335,7 @@ static int target_add(struct ward__guard *g, enum target_kind kind, const char *
 		size_t cap = g->cap ? g->cap * 2 : 16;
 		struct target *nt;
 
-		if (cap > 4 * WARD_POLICY_MAX_PATHS + 64)
+		if (cap > 2 * WARD_POLICY_MAX_PROTECTED + 64)
 			return ward__error(err, -E2BIG, "guard", "too many protected paths");
 		nt = reallocarray(g->t, cap, sizeof(*nt));
 		if (!nt)
@@ -339,7 +344,8 @@ static int target_add(struct ward__guard *g, enum target_kind kind, const char *
 		g->cap = cap;
 	}
 	t = &g->t[g->n];
-	*t = (struct target){.kind = kind, .parent_fd = -1, .parent_wd = -1, .self_fd = -1};
+	*t = (struct target){
+		.kind = kind, .reason = reason, .parent_fd = -1, .parent_wd = -1, .self_fd = -1};
 	t->root.wd = -1;
 	t->name_buf = strdup(name);
 	if (!t->name_buf)
@@ -411,7 +417,7 @@ static int pin_chain(struct ward__guard *g, const struct ward_policy *p, const c
 		if (!ward__path_split(cur, dir, sizeof(dir), &name) ||
 		    !ward__policy_path_writable(p, dir))
 			break;
-		r = target_add(g, T_NAME, dir, name, err);
+		r = target_add(g, T_NAME, dir, name, NULL, err);
 		if (r < 0)
 			return r;
 		snprintf(cur, sizeof(cur), "%s", dir);
@@ -430,13 +436,14 @@ int ward__guard_new(const struct ward_policy *p, bool fallback, struct ward__wat
 	for (size_t i = 0; i < p->n_protected; i++)
 		if (p->protected[i].kind == WARD_PROTECT_MISSING)
 			n_missing++;
-	if (!fallback && n_missing == 0)
+	if (!fallback && n_missing == 0 && p->n_watches == 0)
 		return 0;
-	if (fallback && p->n_protected == 0)
+	if (fallback && p->n_protected == 0 && p->n_watches == 0)
 		return 0;
 	g = calloc(1, sizeof(*g));
 	if (!g)
 		return ward__error(err, -ENOMEM, "guard", "out of memory");
+	g->policy = p;
 	g->fallback = fallback;
 	g->lease_fds = calloc(WARD_GUARD_MAX_LEASES, sizeof(int));
 	g->lease_paths = calloc(WARD_GUARD_MAX_LEASES, sizeof(char *));
@@ -464,7 +471,7 @@ int ward__guard_new(const struct ward_policy *p, bool fallback, struct ward__wat
 
 		switch (e->kind) {
 		case WARD_PROTECT_MISSING:
-			r = target_add(g, T_MISSING, e->guard_dir, e->guard_name, err);
+			r = target_add(g, T_MISSING, e->guard_dir, e->guard_name, e->reason, err);
 			if (r >= 0 && fallback)
 				r = pin_chain(g, p, e->guard_dir, true, err);
 			break;
@@ -473,7 +480,7 @@ int ward__guard_new(const struct ward_policy *p, bool fallback, struct ward__wat
 				break;
 			if (!ward__path_split(e->path, dir, sizeof(dir), &name))
 				break;
-			r = target_add(g, T_SNAPSHOT, dir, name, err);
+			r = target_add(g, T_SNAPSHOT, dir, name, e->reason, err);
 			if (r >= 0)
 				r = pin_chain(g, p, e->path, false, err);
 			break;
@@ -483,6 +490,9 @@ int ward__guard_new(const struct ward_policy *p, bool fallback, struct ward__wat
 			break;
 		}
 	}
+	/* The directories where autorun names must not appear, and those that appear there. */
+	if (r >= 0)
+		r = ward__guard_autorun_init(g, err);
 	if (r < 0) {
 		ward__guard_free(g);
 		return r;
@@ -525,6 +535,7 @@ void ward__guard_free(struct ward__guard *g)
 		return;
 	ward__watches_leave(g);
 	free(g->pend_path);
+	ward__guard_autorun_release(g);
 	for (size_t i = 0; i < g->n; i++) {
 		struct target *t = &g->t[i];
 

@@ -30,11 +30,14 @@ static int pidfd_send(int pidfd, int sig)
 
 /* ------------------------------------------------------------------ reports */
 
-static void add_guard_denial(struct ward__sandbox *sb, const char *access, const char *path);
+static void add_guard_denial(struct ward__sandbox *sb, const char *access, const char *path,
+			     const char *reason);
 
+/* reason NULL: looked up in the sandbox's policy (which protection, or why else). */
 static void add_denial(struct ward__sandbox *sb, const char *access, const char *sc, int error,
-		       const char *target)
+		       const char *target, const char *reason)
 {
+	struct ward__sandbox_priv *priv = sb->priv;
 	size_t len = strlen(target) + 1;
 	struct ward__denial *d;
 
@@ -53,6 +56,8 @@ static void add_denial(struct ward__sandbox *sb, const char *access, const char 
 	snprintf(d->access, sizeof(d->access), "%s", access);
 	snprintf(d->syscall, sizeof(d->syscall), "%s", sc);
 	d->error = error;
+	d->reason = reason ? reason
+			   : ward__policy_denial_reason(priv ? priv->policy : NULL, access, target);
 	d->target = strdup(target);
 	if (!d->target) {
 		sb->denials_dropped++;
@@ -111,7 +116,7 @@ static void handle_message(struct ward__sandbox *sb, const struct ward__msg_hdr 
 			memcpy(&g, payload, sizeof(g));
 			g.access[sizeof(g.access) - 1] = '\0';
 			g.target[sizeof(g.target) - 1] = '\0';
-			add_guard_denial(sb, g.access, g.target);
+			add_guard_denial(sb, g.access, g.target, NULL);
 			((struct ward__sandbox_priv *)sb->priv)->guard_pending = true;
 		}
 		break;
@@ -123,7 +128,7 @@ static void handle_message(struct ward__sandbox *sb, const struct ward__msg_hdr 
 			d.access[sizeof(d.access) - 1] = '\0';
 			d.syscall[sizeof(d.syscall) - 1] = '\0';
 			d.target[sizeof(d.target) - 1] = '\0';
-			add_denial(sb, d.access, d.syscall, d.error, d.target);
+			add_denial(sb, d.access, d.syscall, d.error, d.target, NULL);
 		}
 		break;
 	default:
@@ -191,19 +196,31 @@ static void wait_init_dead(struct ward__sandbox *sb, int timeout_ms)
 }
 
 /* A change the guard saw or repaired: a denial (not a refused syscall: syscall and error empty). */
-static void add_guard_denial(struct ward__sandbox *sb, const char *access, const char *path)
+void ward__sandbox_add_net_denial(struct ward__sandbox *sb, const char *target, const char *reason)
+{
+	add_denial(sb, "network", "", 0, target, reason);
+}
+
+static bool is_net_denial(const struct ward__denial *d)
+{
+	return strcmp(d->access, "network") == 0;
+}
+
+static void add_guard_denial(struct ward__sandbox *sb, const char *access, const char *path,
+			     const char *reason)
 {
 	if (!path || !path[0])
 		return;
 	for (size_t i = 0; i < sb->n_denials; i++)
-		if (!sb->denials[i].syscall[0] && strcmp(sb->denials[i].target, path) == 0)
+		if (!sb->denials[i].syscall[0] && !is_net_denial(&sb->denials[i]) &&
+		    strcmp(sb->denials[i].target, path) == 0)
 			return;
-	add_denial(sb, access, "", 0, path);
+	add_denial(sb, access, "", 0, path, reason);
 }
 
 static void guard_report(void *userdata, const char *access, const char *path)
 {
-	add_guard_denial(userdata, access, path);
+	add_guard_denial(userdata, access, path, NULL);
 }
 
 /*
@@ -254,11 +271,12 @@ static void kill_all_and_wait(struct ward__sandbox *sb)
  * The command changed a protected path: stop everything inside first (so
  * nothing more is written), then put back what was there.
  */
-static void guard_trip(struct ward__sandbox *sb, const char *access, const char *path)
+static void guard_trip(struct ward__sandbox *sb, const char *access, const char *path,
+		       const char *reason)
 {
 	struct ward__sandbox_priv *priv = sb->priv;
 
-	add_guard_denial(sb, access, path);
+	add_guard_denial(sb, access, path, reason);
 	if (sb->guard_tripped || priv->in_trip)
 		return;
 	sb->guard_tripped = true;
@@ -266,10 +284,11 @@ static void guard_trip(struct ward__sandbox *sb, const char *access, const char 
 	ward__guard_restore(priv->guard, guard_report, sb, sb->guard_left, sizeof(sb->guard_left));
 	/* Nothing seen nor restored: lost events (a flood of them) stopped the run; say so. */
 	for (size_t i = 0; i < sb->n_denials; i++)
-		if (!sb->denials[i].syscall[0] && sb->denials[i].error == 0)
+		if (!sb->denials[i].syscall[0] && sb->denials[i].error == 0 &&
+		    !is_net_denial(&sb->denials[i]))
 			return;
 	add_guard_denial(sb, "write",
-			 "(events about protected paths were lost: inotify queue overflow)");
+			 "(events about protected paths were lost: inotify queue overflow)", NULL);
 }
 
 int ward__sandbox_read_reports(struct ward__sandbox *sb, bool *ret_eof)
@@ -280,7 +299,7 @@ int ward__sandbox_read_reports(struct ward__sandbox *sb, bool *ret_eof)
 	/* init broke a run off (a lease broke): restore once, outside the parsing. */
 	if (priv && priv->guard_pending && !priv->in_trip) {
 		priv->guard_pending = false;
-		guard_trip(sb, NULL, NULL);
+		guard_trip(sb, NULL, NULL, NULL);
 	}
 	return r;
 }
@@ -289,14 +308,20 @@ int ward__sandbox_handle_guard(struct ward__sandbox *sb)
 {
 	struct ward__sandbox_priv *priv = sb->priv;
 	char access[16], path[PATH_MAX + 256];
+	const char *reason = NULL;
 	bool changed = false;
 	int r;
 
 	if (!priv || !priv->guard)
 		return 0;
-	r = ward__guard_read(priv->guard, access, sizeof(access), path, sizeof(path), &changed);
+	r = ward__guard_read(priv->guard, access, sizeof(access), path, sizeof(path), &reason,
+			     &changed);
+	/* New directories where autorun names matter: watched, then looked into. */
+	if (r >= 0 && !changed)
+		r = ward__guard_settle(priv->guard, access, sizeof(access), path, sizeof(path),
+				       &reason, &changed);
 	if (changed)
-		guard_trip(sb, access, path);
+		guard_trip(sb, access, path, reason);
 	return r;
 }
 
@@ -414,7 +439,8 @@ void ward__sandbox_reset(struct ward__sandbox *sb)
 				     .guard_fd = -1,
 				     .life_fd = -1,
 				     .ctl_fd = -1,
-				     .pty_master = -1};
+				     .pty_master = -1,
+				     .net_fd = -1};
 }
 
 static void release(struct ward__sandbox *sb, bool reap)
@@ -435,13 +461,17 @@ static void release(struct ward__sandbox *sb, bool reap)
 		close(sb->life_fd);
 	if (sb->pty_master >= 0)
 		close(sb->pty_master);
+	if (sb->net_fd >= 0)
+		close(sb->net_fd);
 	if (sb->ctl_fd >= 0)
 		close(sb->ctl_fd);
 	for (size_t i = 0; i < sb->n_denials; i++)
 		free(sb->denials[i].target);
 	free(sb->denials);
-	if (priv)
+	if (priv) {
 		ward__guard_free(priv->guard); /* closes guard_fd */
+		ward_policy_free(priv->policy);
+	}
 	free(priv);
 	ward__sandbox_reset(sb);
 }
@@ -470,11 +500,16 @@ void ward__sandbox_close(struct ward__sandbox *sb)
 		close(sb->life_fd);
 	if (sb->pty_master >= 0)
 		close(sb->pty_master);
+	if (sb->net_fd >= 0)
+		close(sb->net_fd);
 	if (sb->ctl_fd >= 0)
 		close(sb->ctl_fd);
 	sb->pidfd = sb->report_fd = sb->life_fd = sb->pty_master = sb->guard_fd = sb->ctl_fd = -1;
-	if (priv)
+	sb->net_fd = -1;
+	if (priv) {
 		ward__guard_free(priv->guard); /* its watches, or its own instance */
+		ward_policy_free(priv->policy);
+	}
 	free(priv);
 	sb->priv = NULL;
 }

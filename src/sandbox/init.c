@@ -565,9 +565,10 @@ _noreturn_ static void init_run(const struct ward__spawn_opts *o, int report_fd,
 		/* No fd means the command failed before exec; its error report is on the way. */
 		if (listener >= 0) {
 			if (ward__supervisor_init(&sup, listener, report_fd, o->policy,
-						  isolated && !o->policy->network) >= 0)
+						  isolated && !o->policy->network) >= 0) {
 				have_sup = true;
-			else
+				sup.net_fd = o->net_fd;
+			} else
 				/* Fail closed: unanswered, the filter's notifications would fail open. */
 				kill_everything(isolated);
 		}

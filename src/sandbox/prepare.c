@@ -217,7 +217,12 @@ int ward__sandbox_launch(struct ward__sandbox *sb, const struct ward__spawn_opts
 	 * policy the sandbox was prepared for: the caller checked they are the
 	 * same).
 	 */
-	r = ward__guard_new(o->policy, false, o->watches, &priv->guard, err);
+	if (!priv->policy) {
+		r = ward__policy_dup_resolved(o->policy, &priv->policy);
+		if (r < 0)
+			return ward__error(err, r, "launch", "out of memory");
+	}
+	r = ward__guard_new(priv->policy, false, o->watches, &priv->guard, err);
 	if (r < 0)
 		return r;
 	sb->guard_fd = ward__guard_fd(priv->guard);

@@ -273,11 +273,15 @@ WARD_INTERNAL int ward__watches_dispatch(struct ward__watches *w);
 
 /*
  * Sets up the guard of a policy (*ret NULL when nothing needs one): with
- * namespaces (fallback false) the protected paths that do not exist yet; in
+ * namespaces (fallback false) the protected paths that do not exist yet and
+ * the directories where autorun names must not appear (p->watches); in
  * the fallback every protected path, kept (content, mode, owner, time;
  * bounded), watched, and pinned directories watched for renames. With shared
  * (or NULL) the guard's watches are on that instance, otherwise on an
  * instance of its own.
+ */
+/*
+ * p must outlive the guard (the sandbox's own copy, ward__policy_dup_resolved).
  */
 WARD_INTERNAL int ward__guard_new(const struct ward_policy *p, bool fallback,
 				  struct ward__watches *shared, struct ward__guard **ret,
@@ -293,9 +297,22 @@ WARD_INTERNAL size_t ward__guard_leases(const struct ward__guard *g, const int *
 					char *const **ret_paths);
 /* Closes ward's copies of the lease descriptors (after init has its own). */
 WARD_INTERNAL void ward__guard_close_leases(struct ward__guard *g);
-/* Reads pending events; *ret_changed with the first change's access and path. */
+/*
+ * Reads pending events; *ret_changed with the first change's access, path and
+ * reason (static, or NULL when the guard does not know it).
+ */
 WARD_INTERNAL int ward__guard_read(struct ward__guard *g, char *access, size_t asize, char *path,
-				   size_t psize, bool *ret_changed);
+				   size_t psize, const char **ret_reason, bool *ret_changed);
+/*
+ * After ward__guard_read(): watches the directories that appeared where
+ * autorun names matter and looks into each (an autorun name already there is
+ * a change: the watch came after the command put it there), and looks into
+ * every watched directory again when events were lost. A bound reached (too
+ * many directories, entries, or a watch the kernel refuses) is a change too:
+ * the guard fails closed. *ret_changed as for ward__guard_read().
+ */
+WARD_INTERNAL int ward__guard_settle(struct ward__guard *g, char *access, size_t asize, char *path,
+				     size_t psize, const char **ret_reason, bool *ret_changed);
 /*
  * Puts back what was kept, once every process of the sandbox is dead: removes
  * what was created, rewrites what changed, moves a renamed pin back. Calls fn
@@ -332,6 +349,8 @@ struct ward__supervisor {
 	int report_fd;
 	const struct ward_policy *policy;
 	bool netns;
+	/* The net socket (the network by domain): pool listeners go to ward over it; else -1. */
+	int net_fd;
 	unsigned denials_sent;
 	unsigned denials_dropped;
 	void *priv; /* implementation state */
@@ -401,6 +420,12 @@ struct ward__spawn_opts {
 	 * told through ward__sandbox_set_guard_notify().
 	 */
 	struct ward__watches *watches;
+	/*
+	 * Internal to the sandbox: in the clone's child, its end of the net
+	 * socket (the network by domain), or -1. Callers leave it at 0; spawn
+	 * sets it.
+	 */
+	int net_fd;
 };
 
 struct ward__denial {
@@ -408,6 +433,12 @@ struct ward__denial {
 	char syscall[24];
 	int error;
 	char *target;
+	/*
+	 * Why, when ward knows (a static string): the protected path's reason
+	 * ("autorun: editor tasks", ...) or the protection that refused it, or a
+	 * network refusal's ("not-allowed", "denied", ...: src/net); else NULL.
+	 */
+	const char *reason;
 };
 
 struct ward__sandbox {
@@ -420,6 +451,14 @@ struct ward__sandbox {
 	int guard_fd; /* inotify fd watching missing protected paths, or -1 */
 	int life_fd; /* write end of the pipe whose closing tells the child ward is gone */
 	int pty_master; /* with opts.pty: the master side, O_CLOEXEC, or -1 */
+	/*
+	 * With the network by domain: ward's end of the net socket, O_NONBLOCK,
+	 * on which the sandbox hands out its proxy's listeners (tagged
+	 * WARD_NETFD_*, ward__recv_fd_tag()); the holder serves them with its
+	 * proxy (src/net) and keeps reading it, for pool listeners come later.
+	 * -1 otherwise.
+	 */
+	int net_fd;
 	bool isolated; /* namespaces in force; false in the Landlock+seccomp fallback */
 	enum ward__isolation isolation;
 	bool netns;
@@ -510,6 +549,12 @@ struct ward__launch_msg {
 
 /* ------------------------------------------------------------ a started sandbox (handle.c) */
 
+/*
+ * A refusal of the sandbox's network proxy (the network by domain), kept
+ * with the others: access "network", target "host:port", reason.
+ */
+WARD_INTERNAL void ward__sandbox_add_net_denial(struct ward__sandbox *sb, const char *target,
+						const char *reason);
 /* Reads pending report messages (non-blocking). Returns 0, or -errno. EOF sets *ret_eof. */
 WARD_INTERNAL int ward__sandbox_read_reports(struct ward__sandbox *sb, bool *ret_eof);
 /* Handles pending events on guard_fd: removes created protected paths, kills the sandbox. */
@@ -554,6 +599,40 @@ WARD_INTERNAL void ward__kill_tree(pid_t root);
 WARD_INTERNAL int ward__send_fd(int sock, int fd);
 /* Receives one fd (made O_CLOEXEC); -EPIPE when the peer closed without sending. */
 WARD_INTERNAL int ward__recv_fd(int sock);
+/* The same with a one-byte tag saying what the descriptor is. */
+WARD_INTERNAL int ward__send_fd_tag(int sock, int fd, char tag);
+/* -EAGAIN on a non-blocking socket with nothing to read. */
+WARD_INTERNAL int ward__recv_fd_tag(int sock, char *ret_tag);
+
+/* ------------------------------------------------------------ the network by domain (netns.c) */
+
+/*
+ * Where the sandbox's loopback has ward's proxy (the proxy variables name
+ * them) and the pool the DNS stub hands addresses from (src/net).
+ */
+#define WARD_NET_HTTP_PORT 3128
+#define WARD_NET_SOCKS5_PORT 1080
+#define WARD_NET_POOL_ADDR 0xc6120000u /* 198.18.0.0 */
+#define WARD_NET_POOL_BITS 16
+/* Pool listeners init makes for one sandbox (an address and port each); past it, refused. */
+#define WARD_NET_MAX_POOL_LISTENERS 512
+/*
+ * The tags of the descriptors the sandbox hands ward over its net socket
+ * (struct ward__sandbox net_fd): its proxy's listeners, and later each pool
+ * listener init makes when the command connects to a pool address.
+ */
+enum {
+	WARD_NETFD_HTTP = 'H',
+	WARD_NETFD_SOCKS5 = 'S',
+	WARD_NETFD_DNS_UDP = 'D',
+	WARD_NETFD_DNS_TCP = 'T',
+	WARD_NETFD_POOL = 'P',
+	WARD_NETFD_SOCKS5_UDP = 'U', /* SOCKS5's UDP relay, 127.0.0.1:1080 over UDP */
+};
+/* In the sandbox's network namespace: the pool's route, the listeners, sent over net_fd. */
+WARD_INTERNAL int ward__netns_setup(int net_fd, struct ward_error *err);
+/* In its mount namespace, after the mount view: /etc/resolv.conf names the stub. */
+WARD_INTERNAL int ward__netns_resolv_conf(struct ward_error *err);
 
 /* mounts.c: builds the mount view in the child (new mount namespace). */
 WARD_INTERNAL int ward__mounts_setup(const struct ward_policy *p, struct ward_error *err);

@@ -16,6 +16,12 @@
 /* A started sandbox's state beyond struct ward__sandbox (sb->priv). */
 struct ward__sandbox_priv {
 	struct ward__guard *guard;
+	/*
+	 * The policy the sandbox runs (a copy: the caller's may be gone first),
+	 * which the guard watches by and the denials' reasons come from. Freed
+	 * after the guard.
+	 */
+	struct ward_policy *policy;
 	bool guard_pending; /* init reported a broken lease: trip once the reports are read */
 	bool in_trip; /* guard_trip() is waiting for the sandbox to die */
 	char rbuf[2 * PIPE_BUF];

@@ -112,7 +112,7 @@ static int spawn_attempt(const struct ward__spawn_opts *o, struct ward__sandbox 
 	struct ward__seccomp_prog prog = {0};
 	struct ward__init_leases leases = {0};
 	_cleanup_free_ struct ward__sandbox_priv *priv = NULL;
-	int report[2] = {-1, -1}, life[2] = {-1, -1}, ptys[2] = {-1, -1};
+	int report[2] = {-1, -1}, life[2] = {-1, -1}, ptys[2] = {-1, -1}, net[2] = {-1, -1};
 	unsigned long flags;
 	int pidfd = -1;
 	uid_t uid = geteuid();
@@ -136,8 +136,14 @@ static int spawn_attempt(const struct ward__spawn_opts *o, struct ward__sandbox 
 			return r;
 	}
 
+	/* The guard watches by it and the denials' reasons come from it, after the caller's is gone. */
+	r = ward__policy_dup_resolved(p, &priv->policy);
+	if (r < 0) {
+		ward__error(err, r, "spawn", "out of memory");
+		goto fail;
+	}
 	/* In the fallback this keeps every protected path: before the command exists. */
-	r = ward__guard_new(p, !isolated && !danger, o->watches, &priv->guard, err);
+	r = ward__guard_new(priv->policy, !isolated && !danger, o->watches, &priv->guard, err);
 	if (r < 0)
 		goto fail;
 	sb->guard_fd = ward__guard_fd(priv->guard);
@@ -148,6 +154,12 @@ static int spawn_attempt(const struct ward__spawn_opts *o, struct ward__sandbox 
 		goto fail;
 	}
 	if (o->pty && socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, ptys) < 0) {
+		r = ward__error(err, -errno, "spawn", "cannot create a socket pair: %m");
+		goto fail;
+	}
+	/* The network by domain: the sandbox hands its proxy's listeners to ward over net. */
+	if (isolated && ward__policy_net_by_domain(p) &&
+	    socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, net) < 0) {
 		r = ward__error(err, -errno, "spawn", "cannot create a socket pair: %m");
 		goto fail;
 	}
@@ -182,22 +194,33 @@ static int spawn_attempt(const struct ward__spawn_opts *o, struct ward__sandbox 
 		goto fail;
 	}
 	if (pid == 0) {
+		struct ward__spawn_opts co = *o;
+
 		close(report[0]);
 		close(life[1]);
 		if (ptys[0] >= 0)
 			close(ptys[0]);
+		if (net[0] >= 0)
+			close(net[0]);
+		co.net_fd = net[1];
 		/*
 		 * init holds on to the guard's inotify instance: see ward__init_main().
 		 * Never a shared instance (guard_fd is -1 then): that one is ward's.
 		 */
-		ward__child_main(o, report[1], life[0], ptys[1], sb->guard_fd, &prog, iso, uid, gid,
-				 danger ? 0 : landlock_abi, &leases);
+		ward__child_main(&co, report[1], life[0], ptys[1], sb->guard_fd, &prog, iso, uid,
+				 gid, danger ? 0 : landlock_abi, &leases);
 	}
 
 	close(report[1]);
 	report[1] = -1;
 	close(life[0]);
 	life[0] = -1;
+	if (net[1] >= 0) {
+		close(net[1]);
+		net[1] = -1;
+		sb->net_fd = TAKE_FD(net[0]);
+		ward__fd_nonblock(sb->net_fd, true);
+	}
 	/*
 	 * init holds the leases now; ward's copies would keep them alive after
 	 * init is gone, and ward's own restoration would wait on them.
@@ -258,9 +281,13 @@ fail:
 			close(life[i]);
 		if (ptys[i] >= 0)
 			close(ptys[i]);
+		if (net[i] >= 0)
+			close(net[i]);
 	}
-	if (priv)
+	if (priv) {
 		ward__guard_free(priv->guard);
+		ward_policy_free(priv->policy);
+	}
 	sb->guard_fd = -1;
 	return r;
 }
@@ -338,6 +365,20 @@ int ward__sandbox_spawn(const struct ward__spawn_opts *o, struct ward__sandbox *
 	 */
 	ward__features_note_refused(userns_errno, userns_how, rootns_refused || !have_sys_admin());
 	f = ward__features_get();
+	/*
+	 * The network by domain is a proxy reached only from the sandbox's own
+	 * network namespace: without one the command would reach the network
+	 * directly, or not at all. Refuse rather than pretend.
+	 */
+	if (ward__policy_net_by_domain(p)) {
+		ward__error(
+			err, -EOPNOTSUPP, "network",
+			"--allow-domain and --deny-domain need a network namespace, and user namespaces are unavailable (%s)",
+			f->userns_why[0] ? f->userns_why : "refused by this host");
+		ward__error_hint(
+			err, "run 'ward doctor' for what this host refuses and how to allow it");
+		return -EOPNOTSUPP;
+	}
 	if (p->require_isolation) {
 		ward__error(
 			err, -EPERM, "userns",

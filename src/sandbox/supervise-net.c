@@ -378,6 +378,75 @@ static void inet_target(const struct sockaddr_storage *ss, socklen_t len, char *
 	}
 }
 
+/* The IPv4 address of a pool destination (v4-mapped too, for dual-stack sockets), or 0. */
+static uint32_t pool_dest(const struct sockaddr_storage *ss, socklen_t len, uint16_t *ret_port)
+{
+	uint32_t a = 0;
+
+	if (ss->ss_family == AF_INET && len >= sizeof(struct sockaddr_in)) {
+		const struct sockaddr_in *sin = (const struct sockaddr_in *)ss;
+
+		a = ntohl(sin->sin_addr.s_addr);
+		*ret_port = ntohs(sin->sin_port);
+	} else if (ss->ss_family == AF_INET6 && len >= sizeof(struct sockaddr_in6)) {
+		const struct sockaddr_in6 *sin6 = (const struct sockaddr_in6 *)ss;
+
+		if (!IN6_IS_ADDR_V4MAPPED(&sin6->sin6_addr))
+			return 0;
+		memcpy(&a, sin6->sin6_addr.s6_addr + 12, 4);
+		a = ntohl(a);
+		*ret_port = ntohs(sin6->sin6_port);
+	}
+	if ((a >> (32 - WARD_NET_POOL_BITS)) != (WARD_NET_POOL_ADDR >> (32 - WARD_NET_POOL_BITS)) ||
+	    *ret_port == 0)
+		return 0;
+	return a;
+}
+
+/*
+ * A TCP connect to an address of ward's pool: the listener ward accepts it
+ * on is made now, in the sandbox's network namespace, and handed to ward
+ * before the connect is performed, so the connect lands on it (the pool's
+ * local route keeps it inside). ward tells names apart by the accepted
+ * socket's local address, so what the command asked for is all ward needs.
+ * Returns whether a listener is there.
+ */
+static bool pool_listener(struct ward__supervisor *s, const struct conn *c)
+{
+	struct ward__supervisor_priv *pv = s->priv;
+	struct sockaddr_in sin = {.sin_family = AF_INET};
+	uint16_t port = 0;
+	uint32_t a = pool_dest(&c->addr, c->len, &port);
+	int type = 0, one = 1, fd, r;
+	socklen_t tl = sizeof(type);
+
+	if (!a || getsockopt(c->sock, SOL_SOCKET, SO_TYPE, &type, &tl) < 0 || type != SOCK_STREAM)
+		return false;
+	for (unsigned i = 0; i < pv->n_pool; i++)
+		if (pv->pool[i].addr == a && pv->pool[i].port == port)
+			return true;
+	if (pv->n_pool >= WARD_NET_MAX_POOL_LISTENERS)
+		return false;
+	sin.sin_addr.s_addr = htonl(a);
+	sin.sin_port = htons(port);
+	fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return false;
+	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (bind(fd, (struct sockaddr *)&sin, sizeof(sin)) < 0 || listen(fd, SOMAXCONN) < 0) {
+		close(fd);
+		return false;
+	}
+	r = ward__send_fd_tag(s->net_fd, fd, WARD_NETFD_POOL);
+	close(fd);
+	if (r < 0)
+		return false;
+	pv->pool[pv->n_pool].addr = a;
+	pv->pool[pv->n_pool].port = port;
+	pv->n_pool++;
+	return true;
+}
+
 void ward__supervisor_connect(struct ward__supervisor *s, const struct seccomp_notif *req)
 {
 	struct ward__supervisor_priv *pv = s->priv;
@@ -430,6 +499,9 @@ void ward__supervisor_connect(struct ward__supervisor *s, const struct seccomp_n
 		 */
 		inet_target(&c.addr, c.len, c.target, sizeof(c.target));
 		c.report = s->netns && !inet_loopback(&c.addr, c.len);
+		/* The network by domain: ward's proxy is behind a pool address, and decides there. */
+		if (s->net_fd >= 0 && pool_listener(s, &c))
+			c.report = false;
 		conn_perform(s, &c);
 		return;
 	default:

@@ -67,6 +67,12 @@ struct ward__supervisor_priv {
 	struct seccomp_notif_resp *resp;
 	unsigned n_pending;
 	struct pending pending[MAX_PENDING];
+	/* The pool listeners made so far (the network by domain): address and port, host order. */
+	struct {
+		uint32_t addr;
+		uint16_t port;
+	} pool[WARD_NET_MAX_POOL_LISTENERS];
+	unsigned n_pool;
 	int8_t mask_state[WARD_POLICY_MAX_PATHS]; /* deny-read mask in force: -1 unknown, 0, 1 */
 	bool have_last;
 	struct ward__msg_denial last;

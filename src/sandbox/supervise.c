@@ -225,8 +225,11 @@ int ward__supervisor_init(struct ward__supervisor *s, int listener_fd, int repor
 	long abi;
 	int r;
 
-	*s = (struct ward__supervisor){
-		.listener_fd = -1, .report_fd = report_fd, .policy = p, .netns = netns};
+	*s = (struct ward__supervisor){.listener_fd = -1,
+				       .report_fd = report_fd,
+				       .policy = p,
+				       .netns = netns,
+				       .net_fd = -1};
 	if (syscall(SYS_seccomp, SECCOMP_GET_NOTIF_SIZES, 0, &sizes) < 0) {
 		r = -errno;
 		goto fail;

@@ -157,6 +157,7 @@ void ward__session_free(struct session *se, const char *why)
 	ward__proc_free(se->proc);
 	out_release(se);
 	ward_policy_free(se->policy);
+	free(se->login_note);
 	free(se->command);
 	free(se->workdir);
 	free(se);
@@ -331,6 +332,12 @@ static void call_finish(struct call *c, struct ward__session_reply *reply)
 		done(reply, ud);
 }
 
+void ward__session_call_fail(struct call *c, const char *msg)
+{
+	c->sess = NULL;
+	call_finish(c, error_reply(NULL, msg));
+}
+
 /* Copies the denials the session has not reported yet into the reply. */
 static void take_denials(struct session *se, struct ward__session_reply *r)
 {
@@ -356,7 +363,7 @@ static void take_denials(struct session *se, struct ward__session_reply *r)
 	se->denials_reported += r->n_denials;
 }
 
-static char *note_for(struct session *se)
+static char *setup_note(struct session *se)
 {
 	const struct ward_error *e = ward__proc_error(se->proc);
 	const struct ward__sandbox *sb = ward__proc_sandbox(se->proc);
@@ -390,6 +397,23 @@ static char *note_for(struct session *se)
 			note = NULL;
 	}
 	return note;
+}
+
+/* The reply's note: the setup's (above), and once how the login shell ran. */
+static char *note_for(struct session *se)
+{
+	char *note = setup_note(se), *both = NULL;
+
+	if (!se->login_note)
+		return note;
+	if (!note)
+		return TAKE_PTR(se->login_note);
+	if (asprintf(&both, "%s; %s", note, se->login_note) < 0)
+		return note;
+	free(note);
+	free(se->login_note);
+	se->login_note = NULL;
+	return both;
 }
 
 /* Completes the active call of a session with what it has now. */

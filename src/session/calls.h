@@ -11,9 +11,11 @@
  * The session store's objects (a call, a session, the store; store.c
  * describes them) and what calls.c offers store.c. The files of the folder
  * stand one above the other, never calling back up, all on session.h:
- *   store.c  the store: its creation and end, pruning, the calls' entry points
- *   calls.c  a session's life and its calls, from the queue to the reply
- *   reply.c  a reply's text and JSON forms, the token budget
+ *   store.c    the store: its creation and end, pruning, the calls' entry points,
+ *              login commands waiting for their shell's snapshot
+ *   calls.c    a session's life and its calls, from the queue to the reply
+ *   snapshot.c login shell snapshots and the commands run through them
+ *   reply.c    a reply's text and JSON forms, the token budget
  */
 
 enum call_kind {
@@ -23,6 +25,13 @@ enum call_kind {
 };
 
 struct session;
+struct deferred;
+struct ward__snapshot;
+
+/* Shells with a snapshot in one store (a call may name its own shell). */
+#define WARD_SESSION_SNAPSHOT_SHELLS 8
+/* Login commands waiting for a snapshot at once, in one store. */
+#define WARD_SESSION_DEFERRED_MAX 256
 
 struct call {
 	struct ward__sessions *store;
@@ -33,6 +42,7 @@ struct call {
 	void *userdata;
 	bool cancelled;
 	bool started;
+	bool deferred; /* an exec waiting for its shell's snapshot: no session yet */
 	uint64_t start_ns;
 	uint64_t yield_ns;
 	int64_t max_tokens;
@@ -67,6 +77,7 @@ struct session {
 	bool killed;
 	bool fallback_noted; /* the missing isolation was told (once per session) */
 	bool paused; /* output not read: the store's byte budget is spent */
+	char *login_note; /* said once, in the next reply: how its login shell ran */
 	char *command;
 	char *workdir;
 	time_t started;
@@ -86,6 +97,15 @@ struct ward__sessions {
 	char *cwd;
 	char *shell;
 	bool login;
+	const struct ward_net_hooks *net_hooks;
+	bool net_ask;
+	bool snapshots; /* login commands run through a snapshot of their shell (snapshot.h) */
+	bool ending; /* terminate_all was called: nothing more starts */
+	struct ward__snapshot *snaps[WARD_SESSION_SNAPSHOT_SHELLS];
+	size_t n_snaps;
+	char **env_names; /* the variables ward sets, which win over a snapshot's */
+	struct deferred *deferred_head, *deferred_tail; /* execs waiting for a snapshot, in order */
+	size_t n_deferred;
 	size_t max;
 	struct session **by_id; /* indexed by id - WARD_SESSION_ID_MIN */
 	struct session *head; /* every session, newest first */
@@ -124,5 +144,7 @@ WARD_INTERNAL void ward__session_call_begin(struct call *c);
 /* The next call becomes the active one (a kill_session waiting first). */
 WARD_INTERNAL void ward__session_begin_next(struct session *se);
 WARD_INTERNAL void ward__session_call_free(struct ward__sessions *s, struct call *c);
+/* Ends a call that never got a session: done gets msg as a tool error. */
+WARD_INTERNAL void ward__session_call_fail(struct call *c, const char *msg);
 /* The loop timer of a call's progress notifications (userdata: the call). */
 WARD_INTERNAL void ward__session_on_progress(struct ward__loop *l, void *userdata);

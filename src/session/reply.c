@@ -49,9 +49,15 @@ char *ward__session_reply_text(const struct ward__session_reply *r)
 	if (q >= 0 && r->note)
 		q = ward__buf_printf(&b, "Note: %s\n", r->note);
 	for (size_t i = 0; q >= 0 && i < r->n_denials; i++)
-		q = ward__buf_printf(&b, "Sandbox denied: %s %s%s%s (%s)\n", r->denials[i].access,
-				     r->denials[i].target, r->denials[i].syscall[0] ? " by " : "",
-				     r->denials[i].syscall, denial_errno_name(r->denials[i].error));
+		q = r->denials[i].reason && strcmp(r->denials[i].access, "network") == 0
+			? ward__buf_printf(&b, "Sandbox denied: network %s (%s)\n",
+					   r->denials[i].target, r->denials[i].reason)
+			: ward__buf_printf(
+				  &b, "Sandbox denied: %s %s%s%s (%s%s%s)\n", r->denials[i].access,
+				  r->denials[i].target, r->denials[i].syscall[0] ? " by " : "",
+				  r->denials[i].syscall, denial_errno_name(r->denials[i].error),
+				  r->denials[i].reason ? "; " : "",
+				  r->denials[i].reason ? r->denials[i].reason : "");
 	if (q >= 0 && r->denials_dropped)
 		q = ward__buf_printf(&b, "Sandbox denied: %zu more\n", r->denials_dropped);
 	if (q >= 0)
@@ -65,16 +71,22 @@ char *ward__session_reply_text(const struct ward__session_reply *r)
 	return (char *)ward__buf_steal(&b, NULL);
 }
 
-/* One refusal as the text's "Sandbox denied:" line says it: access, target, syscall, error. */
+/*
+ * One refusal as the text's "Sandbox denied:" line says it: access, target,
+ * syscall, error, and which protection refused it and why when ward knows.
+ */
 static json_t *denial_line(const struct ward__denial *x)
 {
 	struct ward__buf b;
 	json_t *v;
 
 	ward__buf_init(&b, strlen(x->target) + 256);
-	if (ward__buf_printf(&b, "%s %s%s%s (%s)", x->access, x->target,
-			     x->syscall[0] ? " by " : "", x->syscall,
-			     denial_errno_name(x->error)) < 0) {
+	if ((x->reason && strcmp(x->access, "network") == 0
+		     ? ward__buf_printf(&b, "network %s (%s)", x->target, x->reason)
+		     : ward__buf_printf(&b, "%s %s%s%s (%s%s%s)", x->access, x->target,
+					x->syscall[0] ? " by " : "", x->syscall,
+					denial_errno_name(x->error), x->reason ? "; " : "",
+					x->reason ? x->reason : "")) < 0) {
 		ward__buf_release(&b);
 		return NULL;
 	}

@@ -4,8 +4,9 @@
 /*
  * DESIGN. src/session/ owns interactive sessions, Codex's unified exec: the
  * store of sessions (store.c on top), each session's life and its calls
- * from the queue to the reply (calls.c, its objects in calls.h), and the
- * forms of a reply (reply.c).
+ * from the queue to the reply (calls.c, its objects in calls.h), the login
+ * shell's snapshot that login commands read instead of the profile
+ * (snapshot.c), and the forms of a reply (reply.c).
  * One-way rule: it calls src/exec, src/policy and src/basic; never a
  * server. src/mcp calls it, and hears from it only through the callbacks
  * a call carries (ward__session_done_fn, ward__session_progress_fn).
@@ -72,10 +73,28 @@ struct ward__sessions_config {
 	size_t max_sessions; /* 0: WARD_SESSIONS_DEFAULT_MAX */
 	const char *shell; /* default shell; NULL: $SHELL, else /bin/bash, else /bin/sh */
 	int login; /* default for `login`: 1 (bash -lc), 0 (-c); -1: 1 */
+	/*
+	 * The network by domain: the proxies' hooks (the approver's rules and
+	 * audit log) and whether they may ask; NULL: the patterns alone. Must
+	 * outlive the store.
+	 */
+	const struct ward_net_hooks *net_hooks;
+	bool net_ask;
+	/*
+	 * Login commands run as `SHELL -c CMD` after a snapshot of their login
+	 * shell, taken once per shell (snapshot.h); with this set they run
+	 * `SHELL -lc CMD`, the profile in every command.
+	 */
+	bool no_login_snapshot;
 };
 
 struct ward__exec_args {
-	const char *cmd; /* run as SHELL -lc CMD (or -c) */
+	/*
+	 * Run as SHELL -lc CMD (or -c): a login command of bash, zsh or sh waits
+	 * for its shell's snapshot (its first time; bounded by the capture's 10 s)
+	 * and runs as SHELL -c CMD after reading it (snapshot.h).
+	 */
+	const char *cmd;
 	const char *workdir; /* NULL: the store's cwd; relative: against it */
 	bool tty;
 	int64_t yield_ms; /* < 0: default */

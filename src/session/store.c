@@ -23,6 +23,7 @@
 #include "policy/policy.h"
 #include "session/session.h"
 #include "session/calls.h"
+#include "session/snapshot.h"
 
 /* ------------------------------------------------------------ small helpers */
 
@@ -34,6 +35,31 @@ static int64_t clamp(int64_t v, int64_t lo, int64_t hi)
 static int64_t tokens_arg(int64_t v)
 {
 	return v < 0 ? WARD_MAX_OUTPUT_TOKENS_DEFAULT : MIN(v, (int64_t)WARD_MAX_OUTPUT_TOKENS_MAX);
+}
+
+/*
+ * An exec whose login shell's snapshot is being taken: it waits (at most
+ * the capture's time limit), then starts as any other. Its call exists
+ * from the start, so that it can be cancelled and followed.
+ */
+struct deferred {
+	struct call *c;
+	struct ward__snapshot *sn;
+	struct ward__exec_args a; /* its strings and policy are the copies below */
+	char *cmd, *shell, *workdir;
+	struct ward_policy *policy;
+	struct deferred *next;
+};
+
+static void deferred_free(struct deferred *d)
+{
+	if (!d)
+		return;
+	free(d->cmd);
+	free(d->shell);
+	free(d->workdir);
+	ward_policy_free(d->policy);
+	free(d);
 }
 
 /* ------------------------------------------------------------ pruning */
@@ -152,6 +178,33 @@ static int env_options(const struct ward_run_options *user, bool tty, struct war
 	return 0;
 }
 
+/*
+ * The variables ward sets in every command, which a snapshot must not
+ * change (as Codex restores its own over its snapshot): the quiet ones,
+ * TERM, PWD for a workdir, and the caller's --env-set.
+ */
+static int env_names(const struct ward_run_options *user, char ***ret)
+{
+	size_t n = ELEMENTSOF(quiet_env) + 2 + (user ? user->n_env_set : 0), k = 0;
+	char **v = calloc(n + 1, sizeof(*v));
+
+	if (!v)
+		return -ENOMEM;
+	for (size_t i = 0; i < ELEMENTSOF(quiet_env); i++)
+		v[k++] = strdup(quiet_env[i][0]);
+	v[k++] = strdup("TERM");
+	v[k++] = strdup("PWD");
+	for (size_t i = 0; user && i < user->n_env_set; i++)
+		v[k++] = strndup(user->env_set[i], strcspn(user->env_set[i], "="));
+	for (size_t i = 0; i < k; i++)
+		if (!v[i]) {
+			strv_freep(&v);
+			return -ENOMEM;
+		}
+	*ret = v;
+	return 0;
+}
+
 int ward__sessions_new(struct ward__loop *l, const struct ward__sessions_config *c,
 		       struct ward__sessions **ret, struct ward_error *err)
 {
@@ -170,6 +223,9 @@ int ward__sessions_new(struct ward__loop *l, const struct ward__sessions_config 
 	s->loop = l;
 	s->max = c->max_sessions ? c->max_sessions : WARD_SESSIONS_DEFAULT_MAX;
 	s->login = c->login != 0;
+	s->net_hooks = c->net_hooks;
+	s->net_ask = c->net_ask;
+	s->snapshots = !c->no_login_snapshot;
 	/* Untouched pages of this table cost nothing: only used ids are ever written. */
 	s->by_id = calloc(ID_SLOTS, sizeof(*s->by_id));
 	s->shell = default_shell(c->shell);
@@ -209,6 +265,11 @@ int ward__sessions_new(struct ward__loop *l, const struct ward__sessions_config 
 			s->env_opts_pipes = eo;
 		eo = NULL;
 	}
+	r = env_names(c->env, &s->env_names);
+	if (r < 0) {
+		ward__error(err, r, "session", "out of memory");
+		goto fail;
+	}
 	*ret = s;
 	return 0;
 fail:
@@ -224,6 +285,14 @@ void ward__sessions_free(struct ward__sessions *s)
 	/* Calls in flight are forgotten, not answered: whoever made them is going away too. */
 	for (struct call *c = s->calls; c; c = c->next_all)
 		c->cancelled = true;
+	for (size_t i = 0; i < s->n_snaps; i++)
+		ward__snapshot_free(s->snaps[i]);
+	while (s->deferred_head) {
+		struct deferred *d = s->deferred_head;
+
+		s->deferred_head = d->next;
+		deferred_free(d);
+	}
 	while (s->head)
 		ward__session_free(s->head, "the session store is closing");
 	while (s->calls)
@@ -234,6 +303,7 @@ void ward__sessions_free(struct ward__sessions *s)
 	ward_run_options_free(s->env_opts_pipes);
 	strv_freep(&s->envp_pipes);
 	strv_freep(&s->envp_tty);
+	strv_freep(&s->env_names);
 	free(s->by_id);
 	free(s->cwd);
 	free(s->shell);
@@ -330,10 +400,30 @@ static char *listed_command(const char *cmd)
 	return out;
 }
 
+/*
+ * The note a session's first reply carries when its login command ran
+ * `-lc` for want of a snapshot: once per shell, so that a lasting reason
+ * (the capture failed) is told without repeating it in every result.
+ */
+static int note_login(struct session *se, struct ward__snapshot *sn, const char *why)
+{
+	if (ward__snapshot_take_failure_note(sn))
+		return 0;
+	if (asprintf(&se->login_note,
+		     "no snapshot of the login shell (%s): login commands run '%s -lc', the "
+		     "profile in each one",
+		     why, ward__snapshot_shell(sn)) < 0) {
+		se->login_note = NULL;
+		return -ENOMEM;
+	}
+	return 0;
+}
+
 static int start_session(struct ward__sessions *s, const struct ward__exec_args *a, char *workdir,
-			 struct session **ret, struct ward_error *err)
+			 struct ward__snapshot *sn, struct session **ret, struct ward_error *err)
 {
 	_cleanup_strv_free_ char **own_env = NULL;
+	struct ward__snapshot_run run = {.fd = -1};
 	struct ward__proc_spec spec = {0};
 	struct session *se;
 	const char *shell = a->shell && a->shell[0] ? a->shell : s->shell;
@@ -386,6 +476,8 @@ static int start_session(struct ward__sessions *s, const struct ward__exec_args 
 	argv[3] = NULL;
 	spec.policy = se->policy;
 	spec.pool = s->pool;
+	spec.net_hooks = s->net_hooks;
+	spec.net_ask = s->net_ask;
 	spec.argv = argv;
 	spec.cwd = se->workdir;
 	if (a->unsandboxed || a->policy) {
@@ -411,12 +503,39 @@ static int start_session(struct ward__sessions *s, const struct ward__exec_args 
 			spec.envp = own_env;
 		}
 	}
+	if (login && sn) {
+		const char *why = ward__snapshot_failure(sn);
+
+		r = 0;
+		if (!why &&
+		    ward__snapshot_wrap(sn, a->cmd, a->tty, spec.envp, s->env_names, &run, &why) >=
+			    0) {
+			spec.argv = run.argv;
+			spec.envp = run.envp;
+			/* Without a terminal the text comes on stdin; with one, on its own descriptor. */
+			spec.stdin_pipe = !a->tty;
+			spec.keep_fds = &run.fd;
+			spec.n_keep_fds = run.fd >= 0 ? 1 : 0;
+		} else {
+			r = note_login(se, sn, why);
+		}
+		if (r < 0) {
+			ward__error(err, r, "session", "out of memory");
+			goto fail;
+		}
+	}
 	spec.tty = a->tty;
 	spec.rows = a->rows;
 	spec.cols = a->cols;
 	r = ward__proc_start(s->loop, &spec, &ward__session_proc_ops, se, &se->proc, err);
 	if (r < 0)
 		goto fail;
+	/* The shell reads the snapshot to its end, then takes /dev/null as its stdin. */
+	if (run.input) {
+		ward__proc_write(se->proc, run.input, run.input_len);
+		ward__proc_close_stdin(se->proc);
+	}
+	ward__snapshot_run_release(&run);
 	s->by_id[id - WARD_SESSION_ID_MIN] = se;
 	s->count++;
 	se->next = s->head;
@@ -427,13 +546,143 @@ static int start_session(struct ward__sessions *s, const struct ward__exec_args 
 	*ret = se;
 	return 0;
 fail:
+	ward__snapshot_run_release(&run);
 	se->workdir = NULL; /* the caller's still */
 	ward__capture_release(&se->out);
 	ward_policy_free(se->policy);
+	free(se->login_note);
 	free(se->command);
 	free(se);
 	return r;
 }
+
+/* ------------------------------------------------------------ login snapshots */
+
+static void deferred_unlink(struct ward__sessions *s, struct deferred *d)
+{
+	struct deferred **pp = &s->deferred_head, *prev = NULL;
+
+	for (; *pp && *pp != d; pp = &(*pp)->next)
+		prev = *pp;
+	if (!*pp)
+		return;
+	*pp = d->next;
+	if (s->deferred_tail == d)
+		s->deferred_tail = prev;
+	d->next = NULL;
+	s->n_deferred--;
+}
+
+/* Starts a command that waited for sn; its call gets an error if it cannot. */
+static void deferred_start(struct ward__sessions *s, struct deferred *d)
+{
+	struct ward_error e = {0};
+	struct session *se = NULL;
+	struct call *c = d->c;
+	int r = -ECANCELED;
+
+	c->deferred = false;
+	if (s->ending)
+		ward__error(&e, r, "session", "not started: the sessions are ending");
+	else
+		r = prune(s, &e);
+	if (r >= 0)
+		r = start_session(s, &d->a, d->workdir, d->sn, &se, &e);
+	if (r < 0) {
+		ward__session_call_fail(c,
+					e.message[0] ? e.message : "the command could not start");
+		return;
+	}
+	d->workdir = NULL; /* the session's */
+	/* The window opens at the spawn, as for any exec; the wall time counts the wait. */
+	c->yield_ns += ward__now_ns() - c->start_ns;
+	ward__session_call_enqueue(se, c, NULL);
+}
+
+static void on_snapshot_done(struct ward__snapshot *sn, void *userdata)
+{
+	struct ward__sessions *s = userdata;
+	struct deferred *d;
+
+	/* From the head each time: a start calls back (a pruned session's calls end). */
+	for (;;) {
+		for (d = s->deferred_head; d && d->sn != sn; d = d->next)
+			;
+		if (!d)
+			break;
+		deferred_unlink(s, d);
+		deferred_start(s, d);
+		deferred_free(d);
+	}
+}
+
+/*
+ * The snapshot a login command of shell runs with: the store's one for
+ * it, taken now if there is none. NULL: none (a shell without one, too
+ * many shells, a capture that could not start); the command runs -lc.
+ */
+static struct ward__snapshot *snapshot_for(struct ward__sessions *s, const char *shell)
+{
+	struct ward__snapshot_spec spec = {
+		.shell = shell,
+		.policy = s->policy,
+		.envp = s->envp_pipes,
+		.done = on_snapshot_done,
+		.userdata = s,
+	};
+	struct ward__snapshot *sn;
+
+	for (size_t i = 0; i < s->n_snaps; i++)
+		if (strcmp(ward__snapshot_shell(s->snaps[i]), shell) == 0)
+			return s->snaps[i];
+	if (ward__shell_kind(shell) == WARD__SHELL_OTHER || s->ending ||
+	    s->n_snaps >= WARD_SESSION_SNAPSHOT_SHELLS)
+		return NULL;
+	if (ward__snapshot_start(s->loop, &spec, &sn, NULL) < 0)
+		return NULL;
+	s->snaps[s->n_snaps++] = sn;
+	return sn;
+}
+
+static int defer(struct ward__sessions *s, const struct ward__exec_args *a, char **workdir,
+		 struct ward__snapshot *sn, struct call *c, struct ward_error *err)
+{
+	struct deferred *d;
+
+	if (s->n_deferred >= WARD_SESSION_DEFERRED_MAX)
+		return ward__error(err, -EBUSY, "session",
+				   "%d commands already wait for the login shell's snapshot",
+				   WARD_SESSION_DEFERRED_MAX);
+	d = calloc(1, sizeof(*d));
+	if (!d)
+		return ward__error(err, -ENOMEM, "session", "out of memory");
+	d->a = *a;
+	d->a.until = NULL; /* the call holds it */
+	d->a.workdir = NULL; /* resolved: d->workdir */
+	d->cmd = strdup(a->cmd);
+	d->shell = a->shell ? strdup(a->shell) : NULL;
+	if (!d->cmd || (a->shell && !d->shell) ||
+	    (a->policy && ward_policy_copy(a->policy, &d->policy) < 0)) {
+		deferred_free(d);
+		return ward__error(err, -ENOMEM, "session", "out of memory");
+	}
+	d->a.cmd = d->cmd;
+	d->a.shell = d->shell;
+	d->a.policy = d->policy;
+	d->workdir = TAKE_PTR(*workdir);
+	d->sn = sn;
+	d->c = c;
+	c->deferred = true;
+	if (s->deferred_tail)
+		s->deferred_tail->next = d;
+	else
+		s->deferred_head = d;
+	s->deferred_tail = d;
+	s->n_deferred++;
+	return 0;
+}
+
+/* ------------------------------------------------------------ the calls (continued) */
 
 int ward__sessions_exec(struct ward__sessions *s, const struct ward__exec_args *a,
 			ward__session_done_fn done, void *userdata, uint64_t *ret_call,
@@ -441,9 +690,10 @@ int ward__sessions_exec(struct ward__sessions *s, const struct ward__exec_args *
 {
 	_cleanup_free_ char *workdir = NULL;
 	const struct ward_policy *pol;
+	struct ward__snapshot *sn = NULL;
 	struct session *se = NULL;
+	const char *shell = a && a->shell && a->shell[0] ? a->shell : s->shell;
 	struct call *c;
-	uint64_t t0;
 	int r;
 
 	if (!a || !a->cmd)
@@ -475,31 +725,31 @@ int ward__sessions_exec(struct ward__sessions *s, const struct ward__exec_args *
 	r = prune(s, err);
 	if (r < 0)
 		return r;
-	t0 = ward__now_ns();
-	r = start_session(s, a, workdir, &se, err);
-	if (r < 0)
-		return r;
-	workdir = NULL;
 	c = ward__session_call_new(s, CALL_EXEC, done, userdata);
-	if (!c) {
-		ward__session_free(se, "out of memory");
+	if (!c)
 		return ward__error(err, -ENOMEM, "session", "out of memory");
-	}
-	/* The wall time and the window include the spawn. */
-	c->start_ns = t0;
+	/* The wall time and the window include the spawn (c->start_ns is now). */
 	c->yield_ns = (uint64_t)clamp(a->yield_ms < 0 ? WARD_EXEC_YIELD_DEFAULT_MS : a->yield_ms,
 				      WARD_EXEC_YIELD_MIN_MS, WARD_EXEC_YIELD_MAX_MS) *
 		1000000;
 	c->max_tokens = tokens_arg(a->max_output_tokens);
 	r = ward__session_call_set_until(c, a->until, a->until_len, a->until_any_output, err);
+	if (r >= 0 && (a->login < 0 ? s->login : a->login) && s->snapshots)
+		sn = snapshot_for(s, shell);
+	if (r >= 0 && sn && ward__snapshot_state(sn) == WARD__SNAPSHOT_RUNNING)
+		r = defer(s, a, &workdir, sn, c, err);
+	else if (r >= 0)
+		r = start_session(s, a, workdir, sn, &se, err);
 	if (r < 0) {
 		ward__session_call_free(s, c);
-		ward__session_free(se, "out of memory");
 		return r;
 	}
 	if (ret_call)
 		*ret_call = c->id;
-	ward__session_call_enqueue(se, c, NULL);
+	if (se) {
+		workdir = NULL; /* the session's */
+		ward__session_call_enqueue(se, c, NULL);
+	}
 	return 0;
 }
 
@@ -621,6 +871,17 @@ void ward__sessions_cancel(struct ward__sessions *s, uint64_t call)
 	if (!c || c->cancelled)
 		return;
 	c->cancelled = true;
+	if (c->deferred) {
+		/* Not started yet: it never will be. */
+		for (struct deferred *d = s->deferred_head; d; d = d->next)
+			if (d->c == c) {
+				deferred_unlink(s, d);
+				deferred_free(d);
+				break;
+			}
+		ward__session_call_free(s, c);
+		return;
+	}
 	se = c->sess;
 	if (!se || se->kill_call == c)
 		return; /* the kill goes on; its end is not reported */
@@ -695,6 +956,10 @@ json_t *ward__sessions_list(struct ward__sessions *s)
 
 void ward__sessions_terminate_all(struct ward__sessions *s)
 {
+	/* A command waiting for its snapshot is not started: its call ends from the loop. */
+	s->ending = true;
+	for (size_t i = 0; i < s->n_snaps; i++)
+		ward__snapshot_stop(s->snaps[i]);
 	for (struct session *se = s->head; se; se = se->next)
 		ward__proc_terminate(se->proc);
 }

@@ -234,7 +234,7 @@ t_codex_mcp_refuses_outside() {
 	assert_absent "$OUT/escaped.txt"
 	told | grep -q 'sandbox=1' || fail "the command did not run in ward's sandbox: $(told)"
 	told | grep -qF '"sandbox_denied":true' || fail "the model was not told of the denial: $(told)"
-	told | grep -qF "\"denials\":[\"create $OUT/escaped.txt by openat (Read-only file system)\"]" || fail "the model was not told what was refused: $(told)"
+	told | grep -qF "\"denials\":[\"create $OUT/escaped.txt by openat (Read-only file system; outside the writable roots)\"]" || fail "the model was not told what was refused: $(told)"
 }
 
 # ------------------------------------------------------------------ Claude Code
@@ -287,7 +287,7 @@ t_claude_mcp_refuses_outside() {
 	assert_absent "$OUT/escaped.txt"
 	told | grep -q 'sandbox=1' || fail "the command did not run in ward's sandbox: $(told)"
 	told | grep -qF '"sandbox_denied":true' || fail "the model was not told of the denial: $(told)"
-	told | grep -qF "\"denials\":[\"create $OUT/escaped.txt by openat (Read-only file system)\"]" || fail "the model was not told what was refused: $(told)"
+	told | grep -qF "\"denials\":[\"create $OUT/escaped.txt by openat (Read-only file system; outside the writable roots)\"]" || fail "the model was not told what was refused: $(told)"
 }
 
 # The README's `claude mcp add` line, run in the workspace, then `claude -p`

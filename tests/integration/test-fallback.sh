@@ -317,7 +317,7 @@ t_guard_plain_run() {
 	timeout 20 "$HARDENED" "$WARD" run -- sh -c 'echo evil >>.git/config; echo survived' </dev/null >"$T/.run/stdout" 2>"$T/.run/stderr"
 	WRC=$?
 	expect_rc 137
-	assert_stderr_has "ward: run: the command changed protected path '$WS/.git/config' (write); the sandbox was stopped and the path restored"
+	assert_stderr_has "ward: run: the command changed protected path '$WS/.git/config' (write, git config); the sandbox was stopped and the path restored"
 	grep -q survived "$T/.run/stdout" && fail "the command went on"
 	grep -q evil "$WS/.git/config" && fail ".git/config kept the write"
 	return 0

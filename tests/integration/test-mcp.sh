@@ -119,7 +119,9 @@ EOS
 		BG_PIDS+=("$!")
 		wait_for grep -q '"id":2' "$T/.run/stdout" || fail "the session did not start"
 		pid=$(sed -n 's/^pid=//p' "$T/.run/stdout")
-		pgrep -f -- "$m" >/dev/null || fail "the sandboxed sleeper runs"
+		# The reply may come before the command's exec on a loaded machine (the yield
+		# window counts from the spawn): wait for it rather than look once.
+		wait_for pgrep -f -- "$m" >/dev/null || fail "the sandboxed sleeper runs"
 		kill -"$sig" "$pid"
 		expect_gone "$m"
 		if [ "$sig" = TERM ]; then
@@ -152,6 +154,10 @@ t_bad_options() {
 	expect_rc 125
 	expect_one_line_error
 	timeout 10 "$WARD" mcp --timeout 5 </dev/null >"$T/.run/stdout" 2>"$T/.run/stderr"
+	WRC=$?
+	expect_rc 125
+	expect_one_line_error
+	timeout 10 "$WARD" mcp --login-snapshot maybe </dev/null >"$T/.run/stdout" 2>"$T/.run/stderr"
 	WRC=$?
 	expect_rc 125
 	expect_one_line_error
@@ -340,31 +346,35 @@ EOPY
 # and drop the text): the text's information, its wall time to 0.1 ms, each refusal as
 # the text's sentence; list_sessions answers one shape in text and structure.
 t_structured_is_what_the_model_reads() {
-	mcp --audit-log "$T/audit.jsonl" <<EOS
+	# Outside the writable roots but the user's own on the host: refused by the sandbox for
+	# any uid (a write to /etc would be refused by the host's own permissions for uid 65534).
+	# Without a login shell: a login command waits for its shell's snapshot, and
+	# list_sessions, sent at once, would not see it yet.
+	mkdir -p "$T/outside"
+	local target=$T/outside/ward-mcp-model
+	mcp --no-login --audit-log "$T/audit.jsonl" <<EOS
 {"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"codex-mcp-client","version":"1"}}}
 $INITED
-{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"exec_command","arguments":{"cmd":"sleep 0.05; touch /etc/ward-mcp-model; echo rc=\$?"},"_meta":{"callId":"call_7","threadId":"th-1"}}}
+{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"exec_command","arguments":{"cmd":"sleep 0.05; touch $target; echo rc=\$?"},"_meta":{"callId":"call_7","threadId":"th-1"}}}
 {"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"exec_command","arguments":{"cmd":"sleep 30","yield_time_ms":250}}}
 {"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"list_sessions","arguments":{}}}
 EOS
 	local r2 r4
 	r2=$(reply 2)
 	[ -n "$r2" ] || fail "no reply to the command"
-	[ ! -e /etc/ward-mcp-model ] || fail "the write reached the host"
+	[ ! -e "$target" ] || fail "the write reached the host"
 	# The wall time as written on the wire: at most four decimals.
 	grep -m 1 -E '"id":2[,}]' "$T/.run/stdout" | grep -qE '"wall_time_seconds":[0-9]+(\.[0-9]{1,4})?[,}]' ||
 		fail "the wall time is not written to 0.1 ms: $(grep -o '"wall_time_seconds":[^,]*' "$T/.run/stdout" | head -1)"
 	jget "$r2" 'list(m["result"]["structuredContent"])' |
 		grep -qx "\['chunk_id', 'wall_time_seconds', 'exit_code', 'original_token_count', 'sandbox_denied', 'denials', 'output'\]" ||
 		fail "the structured result's members: $(jget "$r2" 'list(m["result"]["structuredContent"])')"
-	if [ "$(id -u)" = 0 ] || [ -n "$(jget "$r2" 'm["result"]["structuredContent"]["denials"]' | grep -v unavailable)" ]; then
-		jget "$r2" 'm["result"]["structuredContent"]["denials"]' |
-			grep -qF "['create /etc/ward-mcp-model by openat (Read-only file system)']" ||
-			fail "the refusal as the text says it: $(jget "$r2" 'm["result"]["structuredContent"]["denials"]')"
-		jget "$r2" 'm["result"]["content"][0]["text"]' |
-			grep -qF "Sandbox denied: create /etc/ward-mcp-model by openat (Read-only file system)" ||
-			fail "the text says the refusal too"
-	fi
+	jget "$r2" 'm["result"]["structuredContent"]["denials"]' |
+		grep -qF "['create $target by openat (Read-only file system; outside the writable roots)']" ||
+		fail "the refusal as the text says it: $(jget "$r2" 'm["result"]["structuredContent"]["denials"]')"
+	jget "$r2" 'm["result"]["content"][0]["text"]' |
+		grep -qF "Sandbox denied: create $target by openat (Read-only file system; outside the writable roots)" ||
+		fail "the text says the refusal too"
 	jget "$r2" 'm["result"]["structuredContent"]["output"]' | grep -qx "rc=1" || fail "the output"
 	r4=$(reply 4)
 	jget "$r4" 'json.loads(m["result"]["content"][0]["text"]) == m["result"]["structuredContent"]' |
@@ -397,6 +407,180 @@ EOS
 	printf '%s' "$answers" | grep -q "^125 " || fail "the command does not start: $answers"
 }
 
+# ------------------------------------------------------------------ login shells
+
+# exec_line ID ARGS-JSON: a tools/call of exec_command.
+exec_line() { printf '{"jsonrpc":"2.0","id":%s,"method":"tools/call","params":{"name":"exec_command","arguments":%s}}\n' "$1" "$2"; }
+
+# out ID: the output of result ID; note ID: its note ("" without one).
+out() { jget "$(reply "$1")" 'm["result"]["structuredContent"]["output"]'; }
+note() { jget "$(reply "$1")" 'm["result"]["structuredContent"].get("note", "")'; }
+
+# noisy_home [LINE]: a home whose login profile counts its runs in the workspace,
+# exports, defines a function and an alias, sets variables ward sets itself, and is
+# noisy: stdout, stderr, and a write the sandbox refuses (as pyenv's rehash in a
+# read-only home). LINE ends the profile.
+noisy_home() {
+	export HOME=$T/home
+	mkdir -p "$HOME"
+	cat >"$HOME/.bash_profile" <<EOF
+echo ran >>'$WS/runs'
+export PROFILE_VAR=from-profile
+export PAGER=less NO_COLOR=profile TERM=profile WARD_MINE=profile
+myfn() { echo "myfn \$1"; }
+alias myal='echo aliased'
+shopt -s expand_aliases
+echo profile-noise-err >&2
+echo profile-noise-out
+touch /etc/ward-profile-ro
+${1:-}
+EOF
+}
+
+# The login shell runs once, in a sandbox: each login command sees its variables,
+# functions and aliases, none of its output, none of its refusals; ward's own
+# variables win; login:false and a workdir are as before; nothing lands in the
+# workspace but what the profile itself wrote there.
+t_login_snapshot() {
+	noisy_home
+	mkdir "$WS/sub"
+	local want='from-profile
+myfn x
+aliased
+cat 1 dumb ward'
+	mcp -C "$WS" --shell /bin/bash --env-set WARD_MINE=ward --audit-log none <<EOS
+$INIT
+$(exec_line 2 '{"cmd":"echo \"$PROFILE_VAR\"; myfn x; myal; echo \"$PAGER $NO_COLOR $TERM $WARD_MINE\""}')
+$(exec_line 3 '{"cmd":"echo \"$PROFILE_VAR $TERM\"; myfn y; ls -l /proc/$$/fd/ | grep -c memfd","tty":true}')
+$(exec_line 4 '{"cmd":"echo \"[$PROFILE_VAR]\"; type myfn >/dev/null 2>&1 || echo no-fn","login":false}')
+$(exec_line 5 '{"cmd":"echo \"$PWD\"; pwd; shopt -q login_shell || echo not-login","workdir":"sub"}')
+$(exec_line 6 '{"cmd":"cat; echo stdin-empty"}')
+$(exec_line 7 '{"cmd":"env | grep -c -e __ward -e BASH_ENV","yield_time_ms":5000}')
+EOS
+	[ -n "$(reply 7)" ] || fail "no reply to the last command"
+	assert_eq "$(out 2)" "$want" "a login command"
+	out 3 | tr -d '\r' | grep -qx 'from-profile xterm-256color' || fail "a terminal command: $(out 3)"
+	out 3 | tr -d '\r' | grep -qx 'myfn y' || fail "a terminal command's function: $(out 3)"
+	out 3 | tr -d '\r' | grep -qx '0' || fail "the terminal command keeps no memfd: $(out 3)"
+	assert_eq "$(out 4)" "[]
+no-fn" "login:false"
+	assert_eq "$(out 5)" "$WS/sub
+$WS/sub
+not-login" "a workdir"
+	assert_eq "$(out 6)" "stdin-empty" "stdin after the snapshot"
+	assert_eq "$(out 7)" "0" "no helper variable is left"
+	local i
+	for i in 2 3 4 5 6 7; do
+		reply "$i" | grep -q profile-noise && fail "result $i has the profile's output: $(reply "$i")"
+		reply "$i" | grep -q ward-profile-ro && fail "result $i has the profile's refusal: $(reply "$i")"
+		[ "$(jget "$(reply "$i")" 'm["result"]["structuredContent"]["sandbox_denied"]')" = False ] ||
+			fail "result $i says the sandbox denied something: $(reply "$i")"
+		[ -z "$(note "$i")" ] || fail "result $i has a note: $(note "$i")"
+	done
+	assert_eq "$(cat "$WS/runs")" "ran" "the profile ran once"
+	assert_eq "$(ls -A "$WS" | tr '\n' ' ')" "runs sub " "the workspace holds nothing else"
+	assert_eq "$(ls -A "$HOME" | tr '\n' ' ')" ".bash_profile " "the home holds nothing else"
+	assert_absent /etc/ward-profile-ro
+
+	# Off: the profile runs in every login command, noise and all, as before.
+	rm "$WS/runs"
+	mcp -C "$WS" --shell /bin/bash --login-snapshot=off <<EOS
+$INIT
+$(exec_line 2 '{"cmd":"echo \"$PROFILE_VAR\""}')
+$(exec_line 3 '{"cmd":"echo \"$PROFILE_VAR\""}')
+EOS
+	assert_eq "$(wc -l <"$WS/runs")" 2 "off: the profile runs in each command"
+	out 2 | grep -q profile-noise-err || fail "off: the profile's output is the command's: $(out 2)"
+}
+
+# A login shell that hangs, or leaves more than the cap, falls back to -lc,
+# said once; one that prints 10 MiB is still used (what it prints goes nowhere).
+t_login_snapshot_fallback() {
+	# The capture's script is in BASH_EXECUTION_STRING: only the capture hangs.
+	noisy_home 'case $BASH_EXECUTION_STRING in *__ward_s*) sleep 60 ;; esac'
+	mcp -C "$WS" --shell /bin/bash <<EOS
+$INIT
+$(exec_line 2 '{"cmd":"echo \"$PROFILE_VAR\""}')
+$(exec_line 3 '{"cmd":"echo \"$PROFILE_VAR\""}')
+EOS
+	note 2 | grep -q "no snapshot of the login shell (the login shell took longer than 10 s)" ||
+		fail "a hanging profile: $(reply 2)"
+	out 2 | grep -qx from-profile || fail "the command ran -lc: $(out 2)"
+	[ -z "$(note 3)" ] || fail "the fallback is said once: $(note 3)"
+	out 3 | grep -q profile-noise-err || fail "-lc: the profile's output is the command's: $(out 3)"
+
+	rm -f "$WS/runs"
+	noisy_home 'eval "bigfn() { echo $(head -c 2000000 /dev/zero | tr "\0" a); }"'
+	mcp -C "$WS" --shell /bin/bash <<EOS
+$INIT
+$(exec_line 2 '{"cmd":"echo \"$PROFILE_VAR\""}')
+EOS
+	note 2 | grep -q "no snapshot of the login shell (its dump is larger than 960 KiB)" ||
+		fail "a profile too large: $(reply 2)"
+	out 2 | grep -qx from-profile || fail "the command ran -lc: $(out 2)"
+
+	rm -f "$WS/runs"
+	noisy_home 'case $BASH_EXECUTION_STRING in *__ward_s*) head -c 10485760 /dev/zero; head -c 10485760 /dev/zero >&2 ;; esac'
+	mcp -C "$WS" --shell /bin/bash <<EOS
+$INIT
+$(exec_line 2 '{"cmd":"echo \"$PROFILE_VAR\""}')
+$(exec_line 3 '{"cmd":"myfn z","tty":true}')
+EOS
+	assert_eq "$(out 2)" from-profile "a profile printing 10 MiB"
+	[ -z "$(note 2)" ] || fail "a profile printing 10 MiB: $(note 2)"
+	out 3 | tr -d '\r' | grep -qx 'myfn z' || fail "a profile printing 10 MiB, tty: $(out 3)"
+	assert_eq "$(cat "$WS/runs")" "ran" "the profile ran once"
+}
+
+# zsh: functions, aliases (global ones too), options and variables of .zprofile
+# and .zshrc; sh: the exported variables, with a terminal too.
+t_login_snapshot_zsh_sh() {
+	export HOME=$T/home
+	mkdir -p "$HOME"
+	if command -v zsh >/dev/null; then
+		cat >"$HOME/.zprofile" <<EOF
+echo ran >>'$WS/zruns'
+export ZPROF_VAR=from-zprofile
+echo zprofile-noise >&2
+EOF
+		cat >"$HOME/.zshrc" <<'EOF'
+zfn() { echo "zfn $1"; }
+alias zal='echo zaliased'
+alias -g GG='| tr a-z A-Z'
+setopt extendedglob
+EOF
+		mcp -C "$WS" --shell "$(command -v zsh)" <<EOS
+$INIT
+$(exec_line 2 '{"cmd":"echo $ZPROF_VAR; zfn x; zal; echo up GG; [[ -o extendedglob ]] && echo eg; [[ -o login ]] || echo not-login; echo $TERM"}')
+$(exec_line 3 '{"cmd":"zfn y; zal; ls -l /proc/$$/fd/ | grep -c memfd","tty":true}')
+EOS
+		assert_eq "$(out 2)" "from-zprofile
+zfn x
+zaliased
+UP
+eg
+not-login
+dumb" "zsh"
+		assert_eq "$(out 3 | tr -d '\r')" "zfn y
+zaliased
+0" "zsh with a terminal"
+		out 3 | grep -q zprofile-noise && fail "zsh with a terminal: $(out 3)"
+		assert_eq "$(cat "$WS/zruns")" "ran" "zsh's profile ran once"
+	fi
+	printf 'echo ran >>%s\nexport SH_VAR="from profile"\necho sh-noise >&2\n' "'$WS/shruns'" \
+		>"$HOME/.profile"
+	mcp -C "$WS" --shell /bin/sh <<EOS
+$INIT
+$(exec_line 2 '{"cmd":"echo \"$SH_VAR\" $TERM"}')
+$(exec_line 3 '{"cmd":"echo \"$SH_VAR\" $TERM ${__ward_snapshot-none}; ls -l /proc/$$/fd/ | grep -c memfd","tty":true}')
+EOS
+	assert_eq "$(out 2)" "from profile dumb" "sh"
+	out 3 | tr -d '\r' | grep -qx 'from profile xterm-256color none' || fail "sh with a terminal: $(out 3)"
+	out 3 | tr -d '\r' | grep -qx '0' || fail "sh with a terminal keeps no memfd: $(out 3)"
+	assert_eq "$(cat "$WS/shruns")" "ran" "sh's profile ran once"
+	command -v zsh >/dev/null || skip "zsh is not installed (sh passed)"
+}
+
 tcase "version negotiation and outputSchema by revision" t_negotiation
 tcase "the structured result is what the model reads; list_sessions has one shape; the audit log names the tool call" t_structured_is_what_the_model_reads
 tcase "a workdir under a deny-read directory: the sandbox's answer, the same for every kind" t_workdir_under_deny_read
@@ -413,4 +597,7 @@ tcase "approval questions keep bounded memory: 128 KiB commands, 16 questions" t
 tcase "the policy options apply to every command" t_policy_applies
 tcase "bad options are one-line errors (125)" t_bad_options
 tcase "MCP Inspector CLI lists and calls the tools" t_inspector_cli
+tcase "login commands: the profile runs once, its noise nowhere, ward's variables win; off: -lc" t_login_snapshot
+tcase "login shell snapshot: a hang or a dump over the cap falls back to -lc, said once" t_login_snapshot_fallback
+tcase "login shell snapshot of zsh (functions, aliases, options) and sh (variables)" t_login_snapshot_zsh_sh
 finish

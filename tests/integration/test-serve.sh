@@ -432,16 +432,16 @@ EOS
 # queued behind a slow operation, are refused past the documented 64 MiB, and the
 # server does not grow with them (a hostile review's finding: 900 MiB from one client).
 t_fs_queue_charges_what_it_holds() {
-	mkdir -p "$WS/tree"
 	local d
-	for d in $(seq 1 40); do
-		mkdir "$WS/tree/$d"
+	# Enough files that the copy is still running when the test stops it.
+	for d in $(seq 1 20); do
+		mkdir -p "$WS/tree/$d"
 		(cd "$WS/tree/$d" && touch $(seq 1 1000))
 	done
 	echo x >"$WS/a.txt"
 	LAST_CMD="ward serve --listen stdio (fs queue)"
 	timeout -k 3 120 "$SPY" - "$WARD" "$WS" >"$T/.run/stdout" 2>"$T/.run/stderr" <<'EOPY'
-import json, subprocess, sys, threading, time
+import json, os, signal, subprocess, sys, threading, time
 ward, ws = sys.argv[1], sys.argv[2]
 p = subprocess.Popen([ward, "serve", "--listen", "stdio", "--audit-log", "none"], cwd=ws,
                      stdin=subprocess.PIPE, stdout=subprocess.PIPE)
@@ -454,13 +454,43 @@ def reader():
 threading.Thread(target=reader, daemon=True).start()
 def send(m):
     p.stdin.write((json.dumps(m) + "\n").encode()); p.stdin.flush()
+def helpers():
+    out = []
+    for pid in os.listdir("/proc"):
+        try:
+            if pid.isdigit() and b"__fs-op" in open("/proc/%s/cmdline" % pid, "rb").read():
+                out.append(int(pid))
+        except OSError:
+            pass
+    return out
 send({"id": 1, "method": "initialize", "params": {"clientName": "t"}})
 send({"method": "initialized"})
+# One operation running, held still (SIGSTOP) so that the queue behind it fills however
+# fast or slow this machine is.
 send({"id": 2, "method": "fs/copy", "params": {"sourcePath": "file://%s/tree" % ws,
      "destinationPath": "file://%s/tree2" % ws, "recursive": True}})
+held = []
+for _ in range(200):
+    held = helpers()
+    if held:
+        break
+    time.sleep(0.05)
+def signal_all(sig):
+    for pid in held:
+        try:
+            os.kill(pid, sig)
+        except ProcessLookupError:
+            pass
+signal_all(signal.SIGSTOP)
 pad = "A" * (8 << 20)
 for i in range(30):
     send({"id": 100 + i, "method": "fs/getMetadata", "params": {"path": "file://%s/a.txt" % ws, "pad": pad}})
+for _ in range(300):
+    if len(answers) >= 22:
+        break
+    time.sleep(0.1)
+early = len(answers)
+signal_all(signal.SIGCONT)
 for _ in range(600):
     if len(answers) >= 32:
         break
@@ -469,15 +499,17 @@ peak = int([l for l in open("/proc/%d/status" % p.pid) if l.startswith("VmHWM")]
 refused = sum(1 for i in range(30) if "too many filesystem requests" in
               answers.get(100 + i, {}).get("error", {}).get("message", ""))
 served = sum(1 for i in range(30) if answers.get(100 + i, {}).get("result", {}).get("isFile"))
-print("answers=%d refused=%d served=%d peak_mib=%d" % (len(answers), refused, served, peak))
+print("held=%d early=%d answers=%d refused=%d served=%d peak_mib=%d" %
+      (len(held), early, len(answers), refused, served, peak))
 p.stdin.close(); p.wait(timeout=30)
 EOPY
 	WRC=$?
 	local line
-	line=$(grep '^answers=' "$T/.run/stdout") || fail "no summary: $(err)"
-	[[ $line =~ answers=32\ refused=([0-9]+)\ served=([0-9]+)\ peak_mib=([0-9]+) ]] ||
-		fail "every request answered: $line"
-	[ "${BASH_REMATCH[1]}" -ge 1 ] || fail "requests past the 64 MiB cap refused: $line"
+	line=$(grep '^held=' "$T/.run/stdout") || fail "no summary: $(err)"
+	[[ $line =~ held=[1-9][0-9]*\ early=[0-9]+\ answers=32\ refused=([0-9]+)\ served=([0-9]+)\ peak_mib=([0-9]+) ]] ||
+		fail "the operation was held and every request answered: $line"
+	# 8 MiB each: at most 64 MiB (7 or 8 requests) wait; the rest are refused at once.
+	[ "${BASH_REMATCH[1]}" -ge 20 ] || fail "requests past the 64 MiB cap refused: $line"
 	[ "${BASH_REMATCH[2]}" -ge 1 ] || fail "requests within the cap served: $line"
 	sanitized || [ "${BASH_REMATCH[3]}" -le 200 ] || fail "the server grew with what it refused: $line"
 }

@@ -24,7 +24,7 @@ const audit = `${dir}/state/ward/audit.jsonl`;
 
 let n = 0;
 let failed = 0;
-const plan = 25;
+const plan = 27;
 console.log(`1..${plan}`);
 
 function ok(cond, name, diag) {
@@ -227,6 +227,22 @@ try {
     ok(!r.isError && r.structuredContent.output === "answered\n" &&
        waiting.some((p) => /person's answer/.test(p.message || "")),
        "progress while the person decides keeps a client's request timeout from firing", { waiting, r });
+    await client.close();
+  }
+
+  // ---------------------------------------------------------------- a protected path lifted for one command
+  {
+    mkdirSync(`${ws}/.vscode`, { recursive: true });
+    const answers = [];
+    const { client, asked, call } = await connect(["-a", "on-request"], (q, i) => answers.shift()(q, i));
+    answers.push((q) => decision(q.message.includes("Writable this once:") ? "approved" : "denied"));
+    let r = await call({ cmd: "echo '{}' > .vscode/settings.json" });
+    ok(asked.length === 1 && asked[0].message.includes(`${ws}/.vscode`) &&
+       asked[0].message.includes("autorun: editor tasks") && asked[0].message.includes("in the sandbox"),
+       "a refused protected path: the question names it, its reason, and keeps the sandbox", asked);
+    ok(!r.isError && r.structuredContent.exit_code === 0 &&
+       readFileSync(`${ws}/.vscode/settings.json`, "utf8") === "{}\n",
+       "approved: run again in the sandbox with that path writable", r);
     await client.close();
   }
 

@@ -155,7 +155,7 @@ try {
   ok(
     !existsSync("/etc/ward-mcp-probe") && r.structuredContent.output.includes("rc=1") &&
       (d === "unavailable" ||
-        (Array.isArray(d) && d.some((x) => x === "create /etc/ward-mcp-probe by openat (Read-only file system)"))) ||
+        (Array.isArray(d) && d.some((x) => x === "create /etc/ward-mcp-probe by openat (Read-only file system; outside the writable roots)"))) ||
       (process.getuid() !== 0 && !existsSync("/etc/ward-mcp-probe")),
     "sandbox: the host is unchanged and the denial is reported",
     r,

@@ -99,6 +99,7 @@ struct asked {
 	char reason[4][512];
 	char proposed[4][256]; /* the proposed prefix, words joined by ' ' */
 	unsigned decisions[4];
+	char unprotect[4][256]; /* the first path a lift question offers */
 };
 
 static void record(struct asked *k, const struct ward_approval_question *q)
@@ -113,6 +114,8 @@ static void record(struct asked *k, const struct ward_approval_question *q)
 	k->decisions[k->n] = q->decisions;
 	snprintf(k->reason[k->n], sizeof(k->reason[0]), "%s", q->reason);
 	k->proposed[k->n][0] = '\0';
+	snprintf(k->unprotect[k->n], sizeof(k->unprotect[0]), "%s",
+		 q->unprotect && q->unprotect[0] ? q->unprotect[0] : "");
 	for (size_t i = 0; q->proposed_prefix_rule && q->proposed_prefix_rule[i]; i++)
 		o += (size_t)snprintf(k->proposed[k->n] + o, sizeof(k->proposed[0]) - o, "%s%s",
 				      i ? " " : "", q->proposed_prefix_rule[i]);
@@ -148,6 +151,7 @@ struct drive {
 	struct asked asked;
 	unsigned runs;
 	bool run_sandboxed[4];
+	size_t run_unprotected[4]; /* paths the run's policy lifted */
 	char reason[512];
 	char notice[512];
 };
@@ -176,6 +180,7 @@ static enum ward_approval_status drive(struct fixture *f, const struct ward_poli
 		case WARD__APPROVAL_RUN:
 			ASSERT_TRUE(act.policy != NULL && act.policy->resolved);
 			ASSERT_EQ(act.sandboxed, act.policy->mode != WARD_MODE_DANGER_FULL_ACCESS);
+			d->run_unprotected[d->runs] = act.policy->unprotected.n;
 			d->run_sandboxed[d->runs++] = act.sandboxed;
 			if (oi >= d->n_outcomes)
 				tap_fail(__FILE__, __LINE__, "ran once more than scripted");
@@ -343,6 +348,115 @@ TEST(on_request_denial_not_retried)
 	ASSERT_EQ(drive(&f, f.policy, ARGV("touch", "/etc/x"), &d), WARD_APPROVAL_RAN_SANDBOXED);
 	ASSERT_EQ(d.asked.n, 0);
 	ASSERT_EQ(d.runs, 1);
+	teardown(&f);
+}
+
+/* A run refused a change to protected paths: the lift question, then the run with them writable. */
+static struct ward__approval_outcome protected_outcome(const struct fixture *f, const char *rel,
+						       const char *access)
+{
+	static char target[PATH_MAX + 64];
+	static struct ward__denial d;
+
+	snprintf(target, sizeof(target), "%s/%s", f->ws, rel);
+	d = (struct ward__denial){.error = EROFS, .target = target};
+	snprintf(d.access, sizeof(d.access), "%s", access);
+	return (struct ward__approval_outcome){
+		.exit_code = 1, .denied = true, .denials = &d, .n_denials = 1};
+}
+
+TEST(a_protected_path_refused_is_offered_for_this_command)
+{
+	struct fixture f;
+	char vscode[2 * PATH_MAX];
+	struct drive d = {ANSWERS(WARD_REVIEW_APPROVED)};
+	struct ward__approval_outcome o[2];
+
+	setup(&f, WARD_APPROVAL_ON_REQUEST, NULL);
+	snprintf(vscode, sizeof(vscode), "%s/.vscode", f.ws);
+	ASSERT_EQ(mkdir(vscode, 0755), 0);
+	ward_policy_free(f.policy);
+	f.policy = resolved(f.ws, NULL);
+	o[0] = protected_outcome(&f, ".vscode/tasks.json", "write");
+	o[1] = outcome(0, false);
+	d.outcomes = o;
+	d.n_outcomes = 2;
+	ASSERT_EQ(drive(&f, f.policy, ARGV("make", "setup"), &d), WARD_APPROVAL_RAN_SANDBOXED);
+	ASSERT_EQ(d.asked.n, 1);
+	ASSERT_STREQ(d.asked.unprotect[0], vscode);
+	ASSERT_FALSE(d.asked.unsandboxed[0]);
+	ASSERT_CONTAINS(d.asked.reason[0], "autorun: editor tasks");
+	ASSERT_CONTAINS(d.asked.reason[0], "an editor opening this folder");
+	ASSERT_EQ(d.asked.decisions[0],
+		  1u << WARD_REVIEW_APPROVED | 1u << WARD_REVIEW_DENIED | 1u << WARD_REVIEW_ABORT);
+	ASSERT_EQ(d.runs, 2);
+	ASSERT_TRUE(d.run_sandboxed[1]);
+	ASSERT_EQ(d.run_unprotected[0], 0);
+	ASSERT_EQ(d.run_unprotected[1], 1);
+	ASSERT_EQ(audit_count(&f, "autorun: editor tasks"), 1);
+	teardown(&f);
+}
+
+TEST(a_lift_declined_is_the_first_result)
+{
+	struct fixture f;
+	struct drive d = {ANSWERS(WARD_REVIEW_DENIED)};
+	struct ward__approval_outcome o[1];
+	char nested[2 * PATH_MAX];
+
+	/* A name the guard refused two levels down (created: no entry covers it). */
+	setup(&f, WARD_APPROVAL_ON_REQUEST, NULL);
+	snprintf(nested, sizeof(nested), "%s/a", f.ws);
+	ASSERT_EQ(mkdir(nested, 0755), 0);
+	ward_policy_free(f.policy);
+	f.policy = resolved(f.ws, NULL);
+	o[0] = protected_outcome(&f, "a/.mcp.json", "create");
+	d.outcomes = o;
+	d.n_outcomes = 1;
+	ASSERT_EQ(drive(&f, f.policy, ARGV("make"), &d), WARD_APPROVAL_RAN_SANDBOXED);
+	ASSERT_CONTAINS(d.notice, "declined");
+	snprintf(nested, sizeof(nested), "%s/a/.mcp.json", f.ws);
+	ASSERT_STREQ(d.asked.unprotect[0], nested);
+	ASSERT_EQ(d.runs, 1);
+	teardown(&f);
+}
+
+/* never: nobody is asked; the refusal is returned as it is. */
+TEST(a_lift_is_never_asked_in_never_mode)
+{
+	struct fixture f;
+	struct drive d = {0};
+	struct ward__approval_outcome o;
+
+	setup(&f, WARD_APPROVAL_NEVER, NULL);
+	o = protected_outcome(&f, ".codex/config.toml", "create");
+	d.outcomes = &o;
+	d.n_outcomes = 1;
+	ASSERT_EQ(drive(&f, f.policy, ARGV("make"), &d), WARD_APPROVAL_RAN_SANDBOXED);
+	ASSERT_EQ(d.asked.n, 0);
+	teardown(&f);
+}
+
+/* untrusted: lifted once; refused the same path again, the retry question comes. */
+TEST(a_path_is_lifted_once_then_the_retry_question)
+{
+	struct fixture f;
+	struct drive d = {0};
+	struct ward__approval_outcome o[2];
+
+	setup(&f, WARD_APPROVAL_UNTRUSTED, NULL);
+	o[0] = protected_outcome(&f, ".codex", "create");
+	o[1] = protected_outcome(&f, ".codex", "create");
+	d.outcomes = o;
+	d.n_outcomes = 2;
+	d.answers = (const enum ward_review_decision[]){WARD_REVIEW_APPROVED, WARD_REVIEW_APPROVED,
+							WARD_REVIEW_DENIED};
+	d.n_answers = 3;
+	ASSERT_EQ(drive(&f, f.policy, ARGV("make"), &d), WARD_APPROVAL_DENIED);
+	ASSERT_EQ(d.asked.n, 3);
+	ASSERT_TRUE(d.asked.unprotect[1][0] != '\0');
+	ASSERT_TRUE(d.asked.retry[2]);
+	ASSERT_EQ(d.runs, 2);
 	teardown(&f);
 }
 
@@ -564,6 +678,27 @@ TEST(untrusted_retry_denied)
 
 	setup(&f, WARD_APPROVAL_UNTRUSTED, NULL);
 	ASSERT_EQ(drive(&f, f.policy, ARGV("touch", "/etc/x"), &d), WARD_APPROVAL_DENIED);
+	ASSERT_EQ(d.runs, 1);
+	teardown(&f);
+}
+
+/*
+ * Refusals of the network by domain alone are no reason to offer a run
+ * outside the sandbox (it would give the whole network): no retry question.
+ */
+TEST(untrusted_network_refusals_not_retried)
+{
+	static char target[] = "evil.example:443";
+	struct ward__denial net = {.access = "network", .target = target, .reason = "not-allowed"};
+	struct ward__approval_outcome o = {
+		.exit_code = 56, .denied = true, .denials = &net, .n_denials = 1};
+	struct fixture f;
+	struct drive d = {ANSWERS(WARD_REVIEW_APPROVED), .outcomes = &o, .n_outcomes = 1};
+
+	setup(&f, WARD_APPROVAL_UNTRUSTED, NULL);
+	ASSERT_EQ(drive(&f, f.policy, ARGV("curl", "https://evil.example/"), &d),
+		  WARD_APPROVAL_RAN_SANDBOXED);
+	ASSERT_EQ(d.asked.n, 1);
 	ASSERT_EQ(d.runs, 1);
 	teardown(&f);
 }

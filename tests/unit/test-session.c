@@ -30,6 +30,7 @@
 #include "policy/policy.h"
 #include "sandbox/sandbox.h"
 #include "session/session.h"
+#include "session/calls.h"
 
 static char scratch[] = "/tmp/ward-test-session.XXXXXX";
 
@@ -436,9 +437,10 @@ static struct ward__guard *shared_guard(struct ward__watches *w, const struct wa
 static void expect_change(struct ward__guard *g, const char *access, const char *path)
 {
 	char a[16], got[PATH_MAX + 256];
+	const char *reason = NULL;
 	bool changed = false;
 
-	ASSERT_OK(ward__guard_read(g, a, sizeof(a), got, sizeof(got), &changed));
+	ASSERT_OK(ward__guard_read(g, a, sizeof(a), got, sizeof(got), &reason, &changed));
 	ASSERT_TRUE(changed);
 	ASSERT_STREQ(a, access);
 	ASSERT_STREQ(got, path);
@@ -536,6 +538,7 @@ TEST(shared_inotify_overflow_concerns_every_guard)
 	int n_f = 0, n_v = 0, n_b = 0;
 	long n_events;
 	char a[16], got[PATH_MAX + 256];
+	const char *reason = NULL;
 	bool changed = true;
 
 	ASSERT_OK(ward__read_file("/proc/sys/fs/inotify/max_queued_events", 64, &max, NULL));
@@ -563,10 +566,10 @@ TEST(shared_inotify_overflow_concerns_every_guard)
 	ASSERT_EQ(n_b, 1);
 	expect_change(gv, "create", codex);
 	/* The fallback's guard cannot know: it stops its sandbox (the restoration tells). */
-	ASSERT_OK(ward__guard_read(gb, a, sizeof(a), got, sizeof(got), &changed));
+	ASSERT_OK(ward__guard_read(gb, a, sizeof(a), got, sizeof(got), &reason, &changed));
 	ASSERT_TRUE(changed);
 	/* The flooder's own missing names are still missing: nothing changed for it. */
-	ASSERT_OK(ward__guard_read(gf, a, sizeof(a), got, sizeof(got), &changed));
+	ASSERT_OK(ward__guard_read(gf, a, sizeof(a), got, sizeof(got), &reason, &changed));
 	ASSERT_FALSE(changed);
 
 	ward__guard_free(gf);
@@ -1923,6 +1926,245 @@ TEST(truncation_keeps_utf8_sequences_whole)
 	ASSERT_FALSE(t);
 	ASSERT_STREQ(out, "short");
 	free(out);
+}
+
+/* ------------------------------------------------------------ login shell snapshots */
+
+/* A home in the scratch directory with a login profile (profile: its lines); HOME names it. */
+static char *profile_home(const char *name, const char *file, const char *profile)
+{
+	char *home, *path;
+
+	ASSERT_OK(asprintf(&home, "%s/%s", scratch, name));
+	ASSERT_OK(mkdir(home, 0755));
+	ASSERT_OK(asprintf(&path, "%s/%s", home, file));
+	ASSERT_OK(put_file(path, profile));
+	free(path);
+	ASSERT_OK(setenv("HOME", home, 1));
+	return home;
+}
+
+static struct ward__sessions *login_store(struct ward__loop *l, const char *shell, bool no_snapshot,
+					  const char *env_set)
+{
+	struct ward__sessions_config c = {
+		.shell = shell, .login = 1, .no_login_snapshot = no_snapshot};
+	struct ward_run_options *o = NULL;
+	struct ward__sessions *s;
+	struct ward_error e = {0};
+
+	ASSERT_OK(ward_run_options_new(&o));
+	if (env_set)
+		ASSERT_OK(ward_run_options_env_set(o, env_set, "ward"));
+	c.env = o;
+	c.policy = scratch_policy();
+	if (ward__sessions_new(l, &c, &s, &e) < 0)
+		tap_fail(__FILE__, __LINE__, "sessions_new: %s", e.message);
+	ward_policy_free((struct ward_policy *)c.policy);
+	ward_run_options_free(o);
+	return s;
+}
+
+/* Lines in a file of the scratch directory (0 when it is missing). */
+static int lines_in(const char *name)
+{
+	_cleanup_free_ char *path = NULL, *text = NULL;
+	size_t len;
+	int n = 0;
+
+	ASSERT_OK(asprintf(&path, "%s/%s", scratch, name));
+	if (ward__read_file(path, 1 << 20, &text, &len) < 0)
+		return 0;
+	for (size_t i = 0; i < len; i++)
+		n += text[i] == '\n';
+	return n;
+}
+
+static const char noisy_profile[] =
+	"echo ran >>\"$HOME/../runs\"\n"
+	"export PROFILE_VAR=from-profile PAGER=less TERM=profile WARD_MINE=profile\n"
+	"myfn() { echo \"myfn $1\"; }\n"
+	"alias myal='echo aliased'\n"
+	"shopt -s expand_aliases\n"
+	"echo profile-noise >&2\n"
+	"touch /etc/ward-profile-ro\n";
+
+TEST(login_commands_read_the_snapshot_once_and_keep_prepared_sandboxes)
+{
+	_cleanup_free_ char *home = profile_home("home-once", ".bash_profile", noisy_profile);
+	const char *cmd = "echo \"$PROFILE_VAR $PAGER $TERM $WARD_MINE\"; myfn x; myal";
+	struct ward__loop *l;
+	struct ward__sessions *s;
+	struct ward__session_reply *r;
+	struct session *se;
+
+	ASSERT_OK(ward__loop_new(&l));
+	s = login_store(l, "/bin/bash", false, "WARD_MINE");
+	for (int i = 0; i < 4; i++) {
+		r = exec_sync(l, s, cmd, i % 2 == 1, 5000);
+		if (i % 2 == 1)
+			ASSERT_STREQ(
+				r->output,
+				"from-profile cat xterm-256color ward\r\nmyfn x\r\naliased\r\n");
+		else
+			ASSERT_STREQ(r->output, "from-profile cat dumb ward\nmyfn x\naliased\n");
+		ASSERT_TRUE(r->note == NULL);
+		ASSERT_EQ(r->denied, 0);
+		ward__session_reply_free(r);
+	}
+	ASSERT_EQ(lines_in("runs"), 1);
+	/* Through stdin, a login command takes a prepared sandbox as any other. */
+	wait_ready(l, s->pool);
+	r = exec_sync(l, s, "echo \"$PROFILE_VAR\"; sleep 5", false, 500);
+	ASSERT_STREQ(r->output, "from-profile\n");
+	se = ward__session_lookup(s, r->session_id);
+	ASSERT_TRUE(se != NULL);
+	ASSERT_TRUE(ward__proc_sandbox(se->proc)->launched);
+	ward__session_reply_free(r);
+	ward__sessions_free(s);
+	ward__loop_free(l);
+}
+
+static uint64_t login_call(struct ward__sessions *s, const char *cmd, struct waiter *w)
+{
+	struct ward__exec_args a = {
+		.cmd = cmd, .yield_ms = 5000, .max_output_tokens = -1, .login = -1};
+	struct ward_error e = {0};
+	uint64_t call = 0;
+
+	if (ward__sessions_exec(s, &a, on_done, w, &call, &e) < 0)
+		tap_fail(__FILE__, __LINE__, "exec '%s': %s", cmd, e.message);
+	return call;
+}
+
+/* Calls waiting for a capture that hangs: cancelled, ended, and never a command started. */
+TEST(login_commands_waiting_for_a_snapshot_are_cancelled_and_ended)
+{
+	_cleanup_free_ char *home = profile_home(
+		"home-wait", ".bash_profile",
+		"echo ran >>\"$HOME/../wait-runs\"\n"
+		"case $BASH_EXECUTION_STRING in *__ward_s*) exec sleep 61.5 ;; esac\n");
+	struct waiter a = {0}, b = {0};
+	struct ward__loop *l;
+	struct ward__sessions *s;
+	uint64_t call_a, t0;
+
+	ASSERT_OK(ward__loop_new(&l));
+	s = login_store(l, "/bin/bash", false, NULL);
+	call_a = login_call(s, "echo a > a-ran", &a);
+	login_call(s, "echo b > b-ran", &b);
+	for (int i = 0; i < 10; i++)
+		ASSERT_OK(ward__loop_iterate(l, 50));
+	ASSERT_TRUE(host_has_process("61.5"));
+	ASSERT_FALSE(a.done || b.done);
+	ASSERT_EQ(ward__sessions_calls_in_flight(s), 2);
+	ward__sessions_cancel(s, call_a);
+	ASSERT_EQ(ward__sessions_calls_in_flight(s), 1);
+	t0 = ward__now_ms();
+	ward__sessions_terminate_all(s);
+	wait_for(l, &b, 5000);
+	ASSERT_LE(ward__now_ms() - t0, 3000);
+	ASSERT_TRUE(b.r->error != NULL);
+	ASSERT_CONTAINS(b.r->error, "not started");
+	ASSERT_FALSE(a.done);
+	ASSERT_EQ(ward__sessions_count(s), 0);
+	ASSERT_TRUE(host_process_gone(l, "61.5"));
+	ASSERT_EQ(lines_in("wait-runs"), 1);
+	ASSERT_EQ(lines_in("a-ran") + lines_in("b-ran"), 0);
+	ward__session_reply_free(b.r);
+	ward__sessions_free(s);
+	ward__loop_free(l);
+}
+
+/* Off, another shell, login false: the profile as before. */
+TEST(login_snapshot_off_other_shells_and_login_false)
+{
+	_cleanup_free_ char *home =
+		profile_home("home-off", ".bash_profile",
+			     "echo ran >>\"$HOME/../off-runs\"\nexport PROFILE_VAR=from-profile\n");
+	_cleanup_free_ char *mysh = NULL;
+	struct ward__loop *l;
+	struct ward__sessions *s;
+	struct ward__session_reply *r;
+
+	ASSERT_OK(ward__loop_new(&l));
+	s = login_store(l, "/bin/bash", true, NULL);
+	for (int i = 0; i < 2; i++) {
+		r = exec_sync(l, s, "echo \"$PROFILE_VAR\"", false, 5000);
+		ASSERT_STREQ(r->output, "from-profile\n");
+		ward__session_reply_free(r);
+	}
+	ASSERT_EQ(lines_in("off-runs"), 2);
+	ward__sessions_free(s);
+
+	/* A shell ward does not know (its name says which) runs -lc. */
+	ASSERT_OK(asprintf(&mysh, "%s/mysh", scratch));
+	ASSERT_OK(symlink("/bin/bash", mysh));
+	s = login_store(l, mysh, false, NULL);
+	for (int i = 0; i < 2; i++) {
+		r = exec_sync(l, s, "echo \"$PROFILE_VAR\"", false, 5000);
+		ASSERT_STREQ(r->output, "from-profile\n");
+		ASSERT_TRUE(r->note == NULL);
+		ward__session_reply_free(r);
+	}
+	ASSERT_EQ(lines_in("off-runs"), 4);
+	ward__sessions_free(s);
+
+	/* login false: SHELL -c, no profile and no snapshot taken. */
+	s = login_store(l, "/bin/bash", false, NULL);
+	{
+		struct ward__exec_args a = {.cmd = "echo \"[$PROFILE_VAR]\"",
+					    .yield_ms = 5000,
+					    .max_output_tokens = -1,
+					    .login = 0};
+		struct waiter w = {0};
+
+		ASSERT_OK(ward__sessions_exec(s, &a, on_done, &w, NULL, NULL));
+		wait_for(l, &w, 5000);
+		ASSERT_STREQ(w.r->output, "[]\n");
+		ward__session_reply_free(w.r);
+	}
+	ASSERT_EQ(s->n_snaps, 0);
+	ASSERT_EQ(lines_in("off-runs"), 4);
+	ward__sessions_free(s);
+	ward__loop_free(l);
+}
+
+/* A capture that fails, or a dump a clean shell cannot read back quietly: -lc, said once. */
+TEST(login_snapshot_that_fails_or_does_not_read_back_falls_back)
+{
+	static const char *const profiles[][2] = {
+		{"case $BASH_EXECUTION_STRING in *__ward_s*) echo why-it-failed >&2; exit 3 ;; esac\n",
+		 "(the login shell exited with 3: why-it-failed)"},
+		/* Exported SHELLOPTS set xtrace in every bash that starts, the check's too. */
+		{"case $BASH_EXECUTION_STRING in *__ward_s*) set -o xtrace; export SHELLOPTS ;; esac\n",
+		 "(its dump does not read back cleanly: +"},
+	};
+	struct ward__loop *l;
+
+	ASSERT_OK(ward__loop_new(&l));
+	for (size_t i = 0; i < ELEMENTSOF(profiles); i++) {
+		_cleanup_free_ char *name = NULL, *home = NULL, *text = NULL;
+		struct ward__sessions *s;
+		struct ward__session_reply *r;
+
+		ASSERT_OK(asprintf(&name, "home-fail-%zu", i));
+		ASSERT_OK(asprintf(&text, "export PROFILE_VAR=from-profile\n%s", profiles[i][0]));
+		home = profile_home(name, ".bash_profile", text);
+		s = login_store(l, "/bin/bash", false, NULL);
+		r = exec_sync(l, s, "echo \"[$PROFILE_VAR]\"", false, 5000);
+		ASSERT_STREQ(r->output, "[from-profile]\n");
+		ASSERT_TRUE(r->note != NULL);
+		ASSERT_CONTAINS(r->note, "no snapshot of the login shell ");
+		ASSERT_CONTAINS(r->note, profiles[i][1]);
+		ASSERT_CONTAINS(r->note, "login commands run '/bin/bash -lc'");
+		ward__session_reply_free(r);
+		r = exec_sync(l, s, "true", false, 5000);
+		ASSERT_TRUE(r->note == NULL);
+		ward__session_reply_free(r);
+		ward__sessions_free(s);
+	}
+	ward__loop_free(l);
 }
 
 int main(void)

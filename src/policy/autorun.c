@@ -1,0 +1,708 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Autorun names: the files and directories from which the person's own tools
+ * run code later, outside the sandbox. A command that plants
+ * .vscode/tasks.json, appends to .bashrc or writes .mcp.json has escaped the
+ * sandbox the next time an editor opens the folder, a shell starts or an
+ * agent begins (DESIGN.md, threat model).
+ *
+ * One table says which names, with the reason a person reads and what would
+ * run them; one matcher says, for an entry of a directory, whether it is such
+ * a name, a directory whose entries matter, or nothing. The launch scan here
+ * (for what exists, bound read-only by the sandbox) and the guard (for what
+ * the command creates while it runs) both use the matcher, so the two agree
+ * on every name.
+ *
+ * Where: every directory down to WARD_AUTORUN_DEPTH levels beneath each
+ * writable root (nested projects have their own .vscode and .mcp.json), and,
+ * when a writable root is or holds the home directory, the home's autostart
+ * and credential places there.
+ */
+#include <dirent.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "basic/cleanup.h"
+#include "basic/util.h"
+#include "policy/policy.h"
+
+enum autorun_class {
+	C_SHELL,
+	C_GIT,
+	C_GITMODULES,
+	C_EDITOR,
+	C_AGENT,
+	C_STARTUP,
+	C_SSH,
+	C_GPG,
+	C_SESSION,
+	C_SERVICES,
+	C_ENVIRON,
+	C_CREDENTIALS,
+	C_CARGO,
+	C_PATH,
+	C_MAX,
+};
+
+/* The reason shown in `ward policy show` and denials, and what would run the file. */
+static const struct {
+	const char *reason, *runner;
+} classes[C_MAX] = {
+	[C_SHELL] =
+		{"autorun: shell startup",
+		 "every new shell (bash, zsh, fish) of a person whose home directory this is runs it"},
+	[C_GIT] =
+		{"autorun: git config",
+		 "git reads it: aliases, core.fsmonitor, core.hooksPath and credential helpers run commands"},
+	[C_GITMODULES] =
+		{"autorun: git submodules",
+		 "git submodule update and clone --recurse-submodules fetch and check out what it names"},
+	[C_EDITOR] =
+		{"autorun: editor tasks",
+		 "an editor opening this folder runs what it says: VS Code and Zed tasks, JetBrains run configurations, dev container commands, vim and neovim exrc files"},
+	[C_AGENT] =
+		{"autorun: agent config",
+		 "a coding agent started here runs its hooks and starts the MCP servers it names, outside any sandbox"},
+	[C_STARTUP] =
+		{"autorun: program startup",
+		 "vim, neovim, emacs, tmux and python read it at every start and run what it says"},
+	[C_SSH] =
+		{"autorun: ssh",
+		 "sshd lets in every key in authorized_keys; ssh runs the ProxyCommand and LocalCommand of its config"},
+	[C_GPG] =
+		{"autorun: gpg",
+		 "gpg and gpg-agent run the programs their configuration names (pinentry, scdaemon)"},
+	[C_SESSION] =
+		{"autorun: session start",
+		 "the desktop session runs it at login (autostart entries, .xprofile, .xinitrc) or when a file or link is opened (applications)"},
+	[C_SERVICES] = {"autorun: user services",
+			"systemd --user starts the services and timers defined there"},
+	[C_ENVIRON] =
+		{"autorun: session environment",
+		 "the login session gives these variables (LD_PRELOAD, PATH) to every program of the person"},
+	[C_CREDENTIALS] =
+		{"autorun: tool credentials",
+		 "npm, pip, docker, kubectl and aws read them: the credential helpers, exec plugins and scripts named there run, and the secrets in them are the person's"},
+	[C_CARGO] =
+		{"autorun: cargo config",
+		 "cargo runs the runners, rustc wrappers and aliases it sets, for every crate beneath"},
+	[C_PATH] =
+		{"autorun: on PATH",
+		 "the person's shell runs a program planted there in place of the one they meant (git, ls, make)"},
+};
+
+const char ward__autorun_path_reason[] = "autorun: on PATH";
+
+/*
+ * Components are separated by '/'; a last component ending in '*' matches
+ * every name it starts ("config*": config and config.toml). home: only in
+ * the home directory itself, not in every directory.
+ */
+static const struct entry {
+	const char *path;
+	uint8_t cls;
+	bool home;
+} table[] = {
+	{".bashrc", C_SHELL, false},
+	{".bash_profile", C_SHELL, false},
+	{".bash_login", C_SHELL, false},
+	{".bash_logout", C_SHELL, false},
+	{".profile", C_SHELL, false},
+	{".zshrc", C_SHELL, false},
+	{".zprofile", C_SHELL, false},
+	{".zshenv", C_SHELL, false},
+	{".zlogin", C_SHELL, false},
+	{".zlogout", C_SHELL, false},
+	{".config/fish", C_SHELL, false},
+	{".gitconfig", C_GIT, false},
+	{".config/git", C_GIT, false},
+	{".gitmodules", C_GITMODULES, false},
+	{".vscode", C_EDITOR, false},
+	{".idea", C_EDITOR, false},
+	{".devcontainer", C_EDITOR, false},
+	{".zed", C_EDITOR, false},
+	{".exrc", C_EDITOR, false},
+	{".nvim.lua", C_EDITOR, false},
+	{".mcp.json", C_AGENT, false},
+	{".claude", C_AGENT, false},
+	{".cursor", C_AGENT, false},
+	{".gemini", C_AGENT, false},
+	{".codex", C_AGENT, false},
+	{".agents", C_AGENT, false},
+	{".ward", C_AGENT, false},
+	/* The home directory's. */
+	{".ssh", C_SSH, true},
+	{".gnupg", C_GPG, true},
+	{".config/autostart", C_SESSION, true},
+	{".xprofile", C_SESSION, true},
+	{".xinitrc", C_SESSION, true},
+	{".local/share/applications", C_SESSION, true},
+	{".config/systemd/user", C_SERVICES, true},
+	{".config/environment.d", C_ENVIRON, true},
+	{".pam_environment", C_ENVIRON, true},
+	{".npmrc", C_CREDENTIALS, true},
+	{".pypirc", C_CREDENTIALS, true},
+	{".docker", C_CREDENTIALS, true},
+	{".kube", C_CREDENTIALS, true},
+	{".aws", C_CREDENTIALS, true},
+	{".cargo/config*", C_CARGO, true},
+	{".vimrc", C_STARTUP, true},
+	{".config/nvim", C_STARTUP, true},
+	{".emacs", C_STARTUP, true},
+	{".emacs.d", C_STARTUP, true},
+	{".tmux.conf", C_STARTUP, true},
+	{".local/lib/python*", C_STARTUP, true},
+};
+
+_Static_assert(ELEMENTSOF(table) <= 64, "the autorun table must fit a 64-bit mask");
+
+/* The entries protected everywhere (home false) or in the home directory only. */
+static uint64_t class_mask(bool home)
+{
+	uint64_t m = 0;
+
+	for (size_t i = 0; i < ELEMENTSOF(table); i++)
+		if (table[i].home == home)
+			m |= UINT64_C(1) << i;
+	return m;
+}
+
+struct ward__autorun_point ward__autorun_root_point(unsigned depth)
+{
+	return (struct ward__autorun_point){.depth = (int8_t)MIN(depth, 64u)};
+}
+
+struct ward__autorun_point ward__autorun_home_point(unsigned depth)
+{
+	return (struct ward__autorun_point){.m = {class_mask(true)},
+					    .depth = (int8_t)MIN(depth, 64u)};
+}
+
+bool ward__autorun_point_empty(const struct ward__autorun_point *at)
+{
+	for (size_t k = 0; k < WARD_AUTORUN_MAX_COMPONENTS; k++)
+		if (at->m[k])
+			return false;
+	return at->depth < 0 && !at->paths;
+}
+
+/* Component k of an entry's path: its start and length, and whether it is the last. */
+static bool component(const char *path, size_t k, const char **ret, size_t *ret_len, bool *ret_last)
+{
+	const char *s = path, *slash;
+
+	for (; k > 0; k--) {
+		slash = strchr(s, '/');
+		if (!slash)
+			return false;
+		s = slash + 1;
+	}
+	slash = strchr(s, '/');
+	*ret = s;
+	*ret_len = slash ? (size_t)(slash - s) : strlen(s);
+	*ret_last = !slash;
+	return true;
+}
+
+static bool component_matches(const char *c, size_t len, const char *name)
+{
+	if (len > 0 && c[len - 1] == '*')
+		return strncmp(name, c, len - 1) == 0;
+	return strlen(name) == len && memcmp(name, c, len) == 0;
+}
+
+/*
+ * Directories never looked into: git's own directory (its hooks and config
+ * have protections of their own, and objects/ alone holds 256 directories)
+ * and package trees that installs write by the thousand and that no editor,
+ * shell or agent opens as a project.
+ */
+static bool skipped(const char *name)
+{
+	return strcmp(name, ".git") == 0 || strcmp(name, "node_modules") == 0;
+}
+
+/*
+ * Where dir/name stands to path: 2 it is path, 1 it is one of path's
+ * ancestors, 0 neither. Compared in pieces, without joining.
+ */
+static int leads_to(const char *dir, const char *name, const char *path)
+{
+	size_t dl = strcmp(dir, "/") == 0 ? 0 : strlen(dir), nl = strlen(name);
+
+	if (strncmp(path, dir, dl) != 0 || path[dl] != '/' || strncmp(path + dl + 1, name, nl) != 0)
+		return 0;
+	if (path[dl + 1 + nl] == '\0')
+		return 2;
+	return path[dl + 1 + nl] == '/' ? 1 : 0;
+}
+
+/* Is dir/name an --unprotect path or beneath one? Compared in pieces, without joining. */
+static bool lifted(const struct ward_policy *p, const char *dir, const char *name)
+{
+	size_t dl = strlen(dir), nl = strlen(name);
+
+	if (strcmp(dir, "/") == 0)
+		dl = 0;
+	for (size_t i = 0; i < p->unprotected.n; i++) {
+		const char *u = p->unprotected.v[i];
+		size_t ul = strlen(u);
+
+		if (ul <= dl) {
+			/* u is dir itself or one of its ancestors. */
+			if (strncmp(dir, u, ul) == 0 && (ul == dl || dir[ul] == '/' || ul == 1))
+				return true;
+			continue;
+		}
+		/* u must be dir + "/" + name, or beneath that: it is as deep as name or deeper only then. */
+		if (strncmp(u, dir, dl) == 0 && u[dl] == '/' &&
+		    strncmp(u + dl + 1, name, nl) == 0 && u[dl + 1 + nl] == '\0')
+			return true;
+	}
+	return false;
+}
+
+enum ward__autorun_kind ward__autorun_match(const struct ward_policy *p,
+					    const struct ward__autorun_point *at, const char *dir,
+					    const char *name, bool is_dir,
+					    struct ward__autorun_point *ret_child,
+					    const char **ret_reason)
+{
+	struct ward__autorun_point child = {.depth = -1};
+	const char *reason = NULL;
+	bool descend = false;
+
+	for (size_t k = 0; k < WARD_AUTORUN_MAX_COMPONENTS; k++) {
+		uint64_t mm = at->m[k];
+
+		/* Every first component starts with a dot: most names are done here. */
+		if (k == 0) {
+			if (name[0] != '.')
+				continue;
+			if (at->depth >= 0)
+				mm |= class_mask(false);
+		}
+		for (size_t i = 0; mm; i++, mm >>= 1) {
+			const char *c;
+			size_t len;
+			bool last;
+
+			if (!(mm & 1) || !component(table[i].path, k, &c, &len, &last) ||
+			    !component_matches(c, len, name))
+				continue;
+			if (last) {
+				if (!reason)
+					reason = classes[table[i].cls].reason;
+			} else if (is_dir && k + 1 < WARD_AUTORUN_MAX_COMPONENTS) {
+				child.m[k + 1] |= UINT64_C(1) << i;
+				descend = true;
+			}
+		}
+	}
+	/* A PATH directory that does not exist yet, and the directories on the way to it. */
+	for (size_t i = 0; !reason && at->paths && i < p->path_missing.n; i++) {
+		int k = leads_to(dir, name, p->path_missing.v[i]);
+
+		if (k == 2)
+			reason = classes[C_PATH].reason;
+		else if (k == 1 && is_dir)
+			child.paths = descend = true;
+	}
+	if (!reason && is_dir && at->depth > 0 && !skipped(name)) {
+		child.depth = (int8_t)(at->depth - 1);
+		descend = true;
+	}
+	if (!reason && !descend)
+		return WARD_AUTORUN_NONE;
+	if (p->unprotected.n > 0 && lifted(p, dir, name))
+		return WARD_AUTORUN_NONE;
+	if (reason) {
+		*ret_reason = reason;
+		return WARD_AUTORUN_PROTECTED;
+	}
+	*ret_child = child;
+	return WARD_AUTORUN_DESCEND;
+}
+
+const char *ward__policy_reason_runner(const char *reason)
+{
+	static const struct {
+		const char *reason, *runner;
+	} others[] = {
+		{"git hooks", "git runs these hooks on commit, checkout, merge and push"},
+		{"git config",
+		 "git reads it: aliases, core.fsmonitor, core.hooksPath and other settings run commands"},
+		{"git core.hooksPath", "the hooks git really runs"},
+		{"git worktree link",
+		 "it points git at a git directory, whose hooks and config git then runs"},
+		{"git directory", "git's own directory, kept in its place"},
+		{"holds a protected path", "it holds a protected path, kept in its place"},
+		{"--protect", "protected on request"},
+	};
+
+	if (!reason)
+		return NULL;
+	for (size_t i = 0; i < C_MAX; i++)
+		if (strcmp(classes[i].reason, reason) == 0)
+			return classes[i].runner;
+	for (size_t i = 0; i < ELEMENTSOF(others); i++)
+		if (strcmp(others[i].reason, reason) == 0)
+			return others[i].runner;
+	return NULL;
+}
+
+/* ------------------------------------------------------------ the launch scan */
+
+#define SCAN_BUF 32768
+
+struct item {
+	char *path;
+	struct ward__autorun_point at;
+	unsigned level;
+	bool start;
+	size_t from; /* the start it was reached from (its directory is opened relative to it) */
+};
+
+struct scan {
+	struct ward_policy *p;
+	const struct ward__autorun_sink *sink;
+	char *const *starts;
+	size_t n_starts;
+	struct item *q;
+	size_t n, cap;
+	size_t entries;
+	int *start_fds; /* each start's directory, open while the scan runs, or -1 */
+};
+
+static int push(struct scan *s, char *path, const struct ward__autorun_point *at, unsigned level,
+		bool start, size_t from)
+{
+	if (s->n == s->cap) {
+		size_t cap = s->cap ? s->cap * 2 : 64;
+		struct item *nq = reallocarray(s->q, cap, sizeof(*nq));
+
+		if (!nq) {
+			free(path);
+			return -ENOMEM;
+		}
+		s->q = nq;
+		s->cap = cap;
+	}
+	s->q[s->n++] = (struct item){
+		.path = path, .at = *at, .level = level, .start = start, .from = from};
+	return 0;
+}
+
+static bool is_start(const struct scan *s, const char *path)
+{
+	for (size_t i = 0; i < s->n_starts; i++)
+		if (strcmp(s->starts[i], path) == 0)
+			return true;
+	return false;
+}
+
+static int record_watch(struct ward_policy *p, const struct item *it)
+{
+	struct ward__autorun_watch *w;
+
+	if (p->n_watches % 64 == 0) {
+		w = reallocarray(p->watches, p->n_watches + 64, sizeof(*w));
+		if (!w)
+			return -ENOMEM;
+		p->watches = w;
+	}
+	w = &p->watches[p->n_watches];
+	w->path = strdup(it->path);
+	if (!w->path)
+		return -ENOMEM;
+	w->at = it->at;
+	p->n_watches++;
+	return 0;
+}
+
+struct linux_dirent64 {
+	uint64_t d_ino;
+	int64_t d_off;
+	unsigned short d_reclen;
+	unsigned char d_type;
+	char d_name[];
+};
+
+/* An entry of a directory that matters: an autorun name, or a directory to look into. */
+struct hit {
+	char *name;
+	enum ward__autorun_kind kind;
+	const char *reason;
+	struct ward__autorun_point child;
+};
+
+/* What reading one directory found (read_dir), applied afterwards in order (apply_dir). */
+struct result {
+	bool opened;
+	struct hit *hits;
+	size_t n_hits, cap_hits;
+	uint64_t found; /* a start's single-component names seen, by table index */
+	size_t entries;
+};
+
+static void result_release(struct result *res)
+{
+	for (size_t i = 0; i < res->n_hits; i++)
+		free(res->hits[i].name);
+	free(res->hits);
+	*res = (struct result){0};
+}
+
+static int add_hit(struct result *res, const char *name, enum ward__autorun_kind kind,
+		   const char *reason, const struct ward__autorun_point *child)
+{
+	if (res->n_hits == res->cap_hits) {
+		size_t cap = res->cap_hits ? res->cap_hits * 2 : 8;
+		struct hit *nh = reallocarray(res->hits, cap, sizeof(*nh));
+
+		if (!nh)
+			return -ENOMEM;
+		res->hits = nh;
+		res->cap_hits = cap;
+	}
+	res->hits[res->n_hits] = (struct hit){.name = strdup(name), .kind = kind, .reason = reason};
+	if (child)
+		res->hits[res->n_hits].child = *child;
+	if (!res->hits[res->n_hits].name)
+		return -ENOMEM;
+	res->n_hits++;
+	return 0;
+}
+
+/*
+ * Reads one directory (getdents64 into one buffer: no DIR and its 32 KiB per
+ * directory) and keeps the entries that matter; nothing is changed until the
+ * whole level is read (apply_dir).
+ */
+static int read_dir(const struct scan *s, const struct item *it, char *buf, size_t size,
+		    struct result *res)
+{
+	const char *start = s->starts[it->from];
+	int sfd = s->start_fds[it->from];
+	_cleanup_close_ int fd = -1;
+
+	/*
+	 * Relative to the start's directory, open for the whole scan: a shorter
+	 * walk than the whole path, for every directory (the scan's cost is
+	 * per directory). Every component was a directory, not a link, when
+	 * its parent was read.
+	 */
+	if (it->start || sfd < 0)
+		fd = open(it->path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	else
+		fd = openat(sfd, it->path + (strcmp(start, "/") == 0 ? 1 : strlen(start) + 1),
+			    O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	/* Gone, or not ours to read: nothing the command could not do to it is left to protect. */
+	if (fd < 0)
+		return 0;
+	res->opened = true;
+	for (;;) {
+		long n = syscall(SYS_getdents64, fd, buf, size);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return 0;
+		for (long off = 0; off < n;) {
+			struct linux_dirent64 *d = (struct linux_dirent64 *)(buf + off);
+			struct ward__autorun_point child;
+			const char *reason = NULL, *name = d->d_name;
+			bool is_dir = d->d_type == DT_DIR;
+			enum ward__autorun_kind k;
+			int r;
+
+			off += d->d_reclen;
+			if (name[0] == '.' && (!name[1] || (name[1] == '.' && !name[2])))
+				continue;
+			/* Counted here, bounded by the caller between levels. */
+			res->entries++;
+			if (d->d_type == DT_UNKNOWN) {
+				struct stat st;
+
+				is_dir = fstatat(fd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+					S_ISDIR(st.st_mode);
+			}
+			k = ward__autorun_match(s->p, &it->at, it->path, name, is_dir, &child,
+						&reason);
+			if (k == WARD_AUTORUN_NONE)
+				continue;
+			if (k == WARD_AUTORUN_PROTECTED && it->start)
+				for (size_t i = 0; i < ELEMENTSOF(table); i++)
+					if (!strchr(table[i].path, '/') &&
+					    strcmp(table[i].path, name) == 0)
+						res->found |= UINT64_C(1) << i;
+			r = add_hit(res, name, k, reason,
+				    k == WARD_AUTORUN_DESCEND ? &child : NULL);
+			if (r < 0)
+				return r;
+		}
+	}
+}
+
+/* What one directory's reading found, in the order of the queue: watched, reported, queued. */
+static int apply_dir(struct scan *s, const struct item *it, const struct result *res)
+{
+	int r;
+
+	if (!res->opened)
+		return 0;
+	r = record_watch(s->p, it);
+	for (size_t i = 0; r >= 0 && i < res->n_hits; i++) {
+		const struct hit *h = &res->hits[i];
+		char *path = ward__path_join(it->path, h->name);
+
+		if (!path)
+			return -ENOMEM;
+		if (h->kind == WARD_AUTORUN_PROTECTED) {
+			r = s->sink->found(s->sink->userdata, path, h->reason);
+			free(path);
+		} else if (is_start(s, path)) {
+			/* A nested root or the home directory is looked into as a start of its own. */
+			free(path);
+		} else {
+			r = push(s, path, &h->child, it->level + 1, false, it->from);
+		}
+	}
+	if (r < 0 || !it->start || !s->sink->missing)
+		return r;
+	/* The names a start lacks: reported one by one (`ward policy show`). */
+	for (size_t i = 0; i < ELEMENTSOF(table); i++) {
+		bool generic = !table[i].home && it->at.depth >= 0;
+
+		if (strchr(table[i].path, '/') || (res->found & (UINT64_C(1) << i)) ||
+		    !(generic || (it->at.m[0] & (UINT64_C(1) << i))) ||
+		    lifted(s->p, it->path, table[i].path))
+			continue;
+		r = s->sink->missing(s->sink->userdata, it->path, table[i].path,
+				     classes[table[i].cls].reason);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+/* Reads the n directories of one level, until the time runs out (*ret_late). */
+static int read_level(const struct scan *s, const struct item *items, size_t n, struct result *res,
+		      uint64_t deadline_ms, bool *ret_late)
+{
+	_cleanup_free_ char *buf = malloc(SCAN_BUF);
+	int r = 0;
+
+	*ret_late = false;
+	if (!buf)
+		return -ENOMEM;
+	for (size_t i = 0; i < n && r >= 0; i++) {
+		if (i % 16 == 15 && ward__now_ms() > deadline_ms) {
+			*ret_late = true;
+			break;
+		}
+		r = read_dir(s, &items[i], buf, SCAN_BUF, &res[i]);
+	}
+	return r;
+}
+
+bool ward__autorun_watched(const struct ward_policy *p, const char *path)
+{
+	for (size_t i = 0; i < p->n_watches; i++)
+		if (strcmp(p->watches[i].path, path) == 0)
+			return true;
+	return false;
+}
+
+int ward__autorun_scan(struct ward_policy *p, char *const *starts,
+		       const struct ward__autorun_point *points, size_t n,
+		       const struct ward__autorun_sink *sink, struct ward__autorun_budget *budget)
+{
+	struct scan s = {.p = p, .sink = sink, .starts = starts, .n_starts = n};
+	size_t ls = 0;
+	bool capped = false;
+	unsigned cut_level = 0;
+	int r = 0;
+
+	if (n == 0)
+		return 0;
+	s.entries = budget->entries;
+	s.start_fds = malloc(n * sizeof(int));
+	if (!s.start_fds)
+		return -ENOMEM;
+	/* Each start's directory stays open: the directories beneath are opened relative to it. */
+	for (size_t i = 0; i < n; i++)
+		s.start_fds[i] = open(starts[i], O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	for (size_t i = 0; r >= 0 && i < n; i++) {
+		char *path = strdup(starts[i]);
+
+		r = path ? push(&s, path, &points[i], 0, true, i) : -ENOMEM;
+	}
+	/*
+	 * Breadth first, a level at a time: when a bound stops the scan, every
+	 * shallower level is complete. The directories of a level are read
+	 * first, then what they hold is applied in the queue's order. (Reading
+	 * a level with two threads was tried: no faster here, the kernel's
+	 * readdir of small directories dominates and the second thread rarely
+	 * finds a free core.)
+	 */
+	while (r >= 0 && ls < s.n && !capped) {
+		size_t le = s.n,
+		       room = p->n_watches < WARD_AUTORUN_MAX_DIRS
+			? WARD_AUTORUN_MAX_DIRS - p->n_watches
+			: 0;
+		_cleanup_free_ struct item *items = NULL;
+		struct result *res;
+		bool late = false;
+
+		if (le - ls > room) {
+			le = ls + room;
+			capped = true;
+		}
+		if (le == ls || ward__now_ms() > budget->deadline_ms) {
+			capped = true;
+			cut_level = s.q[ls].level;
+			break;
+		}
+		/* A copy: applying pushes, which may move the queue. */
+		items = malloc((le - ls) * sizeof(*items));
+		res = calloc(le - ls, sizeof(*res));
+		if (!items || !res) {
+			free(res);
+			r = -ENOMEM;
+			break;
+		}
+		memcpy(items, &s.q[ls], (le - ls) * sizeof(*items));
+		r = read_level(&s, items, le - ls, res, budget->deadline_ms, &late);
+		for (size_t i = 0; i < le - ls; i++)
+			s.entries += res[i].entries;
+		for (size_t i = 0; r >= 0 && i < le - ls; i++)
+			r = apply_dir(&s, &items[i], &res[i]);
+		for (size_t i = 0; i < le - ls; i++)
+			result_release(&res[i]);
+		free(res);
+		if (late || s.entries > WARD_AUTORUN_MAX_ENTRIES || capped) {
+			capped = true;
+			cut_level = items[0].level;
+		}
+		ls = le;
+	}
+	budget->entries = s.entries;
+	if (capped) {
+		/* The level being read when the scan stopped is partly done. */
+		p->scan_cut = true;
+		p->scan_depth = MIN(p->scan_depth, cut_level > 0 ? cut_level - 1 : 0);
+	}
+	for (size_t i = 0; i < s.n; i++)
+		free(s.q[i].path);
+	for (size_t i = 0; i < n; i++)
+		if (s.start_fds[i] >= 0)
+			close(s.start_fds[i]);
+	free(s.start_fds);
+	free(s.q);
+	return r;
+}

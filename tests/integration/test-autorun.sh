@@ -1,0 +1,294 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# shellcheck disable=SC2317,SC2016
+#
+# Autorun names: nothing a command plants in a workspace runs later outside
+# the sandbox. Shell startup files, git config beyond .git, editor tasks and
+# agent configuration, at a writable root and two levels beneath it, existing
+# and missing; a home directory's ssh, systemd and autostart places; the
+# directories of PATH. Each is refused (an existing one cannot be written, a
+# missing one that appears stops the run and is removed) and reported with
+# its reason, while ordinary work goes on: editing sources, builds, git,
+# npm install. --unprotect lifts one; policy show lists them; an approval
+# question offers the path. Also on the simulated hardened hosts
+# (WARD_TEST_HOST), where the guard kills the sandbox and puts back.
+. "$(dirname "$0")/lib.sh"
+
+ASK=$WARD_SRC/tests/helpers/pty-ask.py
+
+# guard_stopped PATH: the guard stopped the last run for PATH (never a success,
+# never ward's own failure), saying so with the reason.
+guard_stopped() {
+	[ "$WRC" != 0 ] && [ "$WRC" != 125 ] || fail "expected the run to be stopped, got exit $WRC"
+	grep -q -F -- "changed protected path '$1" "$T/.run/stderr" ||
+		fail "stderr does not name $1"
+}
+
+# refused PATH OP [ARG...]: the probe's OP on PATH was refused with an errno,
+# or the guard stopped the run naming PATH (a name that did not exist; in the
+# fallback, any).
+refused() {
+	local path=$1 op=$2 l
+	shift 2
+	wp -- "$op" "$path" "$@"
+	l=$(probe_line "$op") || l=""
+	if [[ $l == "$op: ok"* ]] || [ -z "$l" ]; then
+		guard_stopped "$path"
+	else
+		expect_denied "$op"
+	fi
+}
+
+# stopped PATH COMMAND...: the run was stopped because it planted PATH, which is gone again.
+stopped() {
+	local path=$1
+	shift
+	w -- "$@"
+	guard_stopped "$path"
+	grep -q -F "autorun: " "$T/.run/stderr" || fail "stderr gives no autorun reason"
+	assert_absent "$path"
+}
+
+# One name of each class, with content, at DIR.
+plant_existing() {
+	local d=$1
+	mkdir -p "$d/.vscode" "$d/.claude" "$d/.config/git" "$d/.idea"
+	printf 'orig\n' >"$d/.bashrc"
+	printf 'orig\n' >"$d/.gitconfig"
+	printf 'orig\n' >"$d/.gitmodules"
+	printf 'orig\n' >"$d/.config/git/config"
+	printf 'orig\n' >"$d/.vscode/tasks.json"
+	printf 'orig\n' >"$d/.idea/workspace.xml"
+	printf 'orig\n' >"$d/.mcp.json"
+	printf 'orig\n' >"$d/.claude/settings.json"
+}
+
+EXISTING=(.bashrc .gitconfig .gitmodules .config/git/config .vscode/tasks.json .idea/workspace.xml
+	.mcp.json .claude/settings.json)
+
+t_existing_classes_at_the_root_and_two_levels_down() {
+	local d f
+	for d in "$WS" "$WS/a/b"; do
+		plant_existing "$d"
+	done
+	for d in "$WS" "$WS/a/b"; do
+		for f in "${EXISTING[@]}"; do
+			refused "$d/$f" append evil
+			assert_content "$d/$f" orig
+		done
+		# Nothing new inside a protected directory, and no renaming it away.
+		refused "$d/.vscode/launch.json" write evil
+		assert_absent "$d/.vscode/launch.json"
+		refused "$d/.claude" rename "$d/claude.old"
+		assert_absent "$d/claude.old"
+		assert_content "$d/.claude/settings.json" orig
+	done
+}
+
+t_missing_classes_at_the_root_and_two_levels_down() {
+	local d n
+	mkdir -p "$WS/a/b"
+	for d in "$WS" "$WS/a/b"; do
+		for n in .bashrc .zshenv .gitconfig .gitmodules .exrc .nvim.lua .mcp.json; do
+			refused "$d/$n" write evil
+			assert_absent "$d/$n"
+		done
+		for n in .vscode .idea .devcontainer .zed .claude .cursor .gemini .codex; do
+			stopped "$d/$n" sh -c "mkdir '$d/$n' && echo evil >'$d/$n/x'; sleep 1"
+		done
+		# Two components: .config itself is anyone's, .config/fish and .config/git are not.
+		w -- mkdir -p "$d/.config/other"
+		expect_rc 0
+		stopped "$d/.config/fish" mkdir -p "$d/.config/fish/conf.d"
+		stopped "$d/.config/git" sh -c "mkdir -p '$d/.config/git'; sleep 1"
+		rm -rf "$d/.config"
+	done
+}
+
+t_new_directories_are_followed() {
+	# Made in one go, two levels down, faster than any watch could be added by hand.
+	stopped "$WS/x/y/.vscode" sh -c 'mkdir -p x/y/.vscode && echo evil >x/y/.vscode/tasks.json'
+	# Prepared deep down (not protected there), then renamed into place.
+	stopped "$WS/p/.claude" sh -c \
+		'mkdir -p d1/d2/d3/p/.claude && echo evil >d1/d2/d3/p/.claude/settings.json && mv d1/d2/d3/p p; sleep 1'
+	assert_absent "$WS/p/.claude"
+	# A file renamed onto a name, and a hard link.
+	printf 'evil\n' >"$WS/evil"
+	mkdir -p "$WS/s"
+	stopped "$WS/s/.mcp.json" mv evil s/.mcp.json
+	printf 'evil\n' >"$WS/evil"
+	stopped "$WS/s/.bashrc" ln evil s/.bashrc
+	assert_content "$WS/evil" evil
+}
+
+t_deeper_and_package_trees_are_not_protected() {
+	# The bound: three levels down is beyond the scan (docs/policy.md).
+	w -- sh -c 'mkdir -p a/b/c/.vscode && echo ok >a/b/c/.vscode/tasks.json'
+	expect_rc 0
+	assert_content "$WS/a/b/c/.vscode/tasks.json" ok
+	w -- sh -c 'mkdir -p node_modules/pkg/.vscode && echo ok >node_modules/pkg/.vscode/x'
+	expect_rc 0
+	assert_content "$WS/node_modules/pkg/.vscode/x" ok
+}
+
+t_a_home_inside_the_workspace() {
+	local h
+	for h in "$WS" "$WS/a/b"; do
+		mkdir -p "$h/.ssh" "$h/.config/systemd"
+		printf 'key\n' >"$h/.ssh/authorized_keys"
+		HOME=$h refused "$h/.ssh/authorized_keys" append evil
+		assert_content "$h/.ssh/authorized_keys" key
+		HOME=$h refused "$h/.profile" write evil
+		assert_absent "$h/.profile"
+		HOME=$h stopped "$h/.config/systemd/user" sh -c \
+			"mkdir -p '$h/.config/systemd/user' && echo evil >'$h/.config/systemd/user/x.service'"
+		HOME=$h stopped "$h/.config/autostart" sh -c "mkdir -p '$h/.config/autostart'; sleep 1"
+		HOME=$h refused "$h/.npmrc" write evil
+		assert_absent "$h/.npmrc"
+		# Another directory's .ssh is nobody's home.
+		HOME=$h w -- mkdir -p "$WS/other/.ssh"
+		expect_rc 0
+		rm -rf "$WS/other"
+	done
+}
+
+t_path_directories() {
+	mkdir -p "$WS/bin" "$WS/a/b/bin" "$WS/tools"
+	printf '#!/bin/sh\n' >"$WS/bin/tool"
+	export PATH="$WS/bin:$WS/a/b/bin:$WS/tools/later/bin:$PATH"
+	refused "$WS/bin/git" write evil
+	assert_absent "$WS/bin/git"
+	refused "$WS/a/b/bin/ls" write evil
+	assert_absent "$WS/a/b/bin/ls"
+	refused "$WS/bin/tool" append evil
+	assert_content "$WS/bin/tool" '#!/bin/sh'
+	# A PATH directory that does not exist: the way to it may be made, not it.
+	w -- mkdir -p "$WS/tools/later"
+	expect_rc 0
+	stopped "$WS/tools/later/bin" mkdir -p "$WS/tools/later/bin"
+	"$WARD" policy show >"$T/show" || fail "policy show failed"
+	grep -q "\"reason\": \"autorun: on PATH\"" "$T/show" || fail "PATH directories not shown"
+}
+
+t_ordinary_work_goes_on() {
+	need_cmd git make cc
+	make_repo "$WS"
+	mkdir -p "$WS/src"
+	printf 'int main(void) { return 0; }\n' >"$WS/src/main.c"
+	printf 'all:\n\tmkdir -p build/obj/x\n\tcc -o build/obj/x/main src/main.c\n' >"$WS/Makefile"
+	git -C "$WS" add -A && git -C "$WS" commit -q -m src
+	w -- sh -ec '
+		echo "/* edited */" >> src/main.c
+		make -s
+		./build/obj/x/main
+		mkdir -p gen/a gen/b && touch gen/a/one gen/b/two
+		git add -A
+		git commit -q -m build
+		git checkout -q -b topic
+		git stash list >/dev/null'
+	expect_rc 0
+	[ -x "$WS/build/obj/x/main" ] || fail "the build did not happen"
+	assert_eq "$(git -C "$WS" log --oneline | wc -l)" 3 "commits"
+}
+
+t_npm_install_of_a_local_package() {
+	need_cmd npm node
+	# Inside the workspace: npm links a directory it installs and makes its programs executable.
+	local pkg=$WS/vendor/pkg
+	mkdir -p "$pkg/bin"
+	printf '{"name":"ward-local-pkg","version":"1.0.0","bin":{"ward-local":"bin/cli.js"}}\n' \
+		>"$pkg/package.json"
+	printf '#!/usr/bin/env node\nconsole.log("hi")\n' >"$pkg/bin/cli.js"
+	(cd "$T" && npm pack --silent "$pkg" >/dev/null 2>&1) || skip "npm pack failed"
+	printf '{"name":"ws","version":"1.0.0"}\n' >"$WS/package.json"
+	w --env-set "npm_config_cache=$WS/.cache/npm" -- sh -ec "
+		npm install --offline --no-audit --no-fund '$T/ward-local-pkg-1.0.0.tgz' >/dev/null
+		npm install --offline --no-audit --no-fund '$pkg' >/dev/null
+		./node_modules/.bin/ward-local"
+	expect_rc 0
+	assert_exists "$WS/node_modules/ward-local-pkg/package.json" "$WS/node_modules/.bin/ward-local"
+}
+
+t_unprotect_lifts_one_entry() {
+	mkdir -p "$WS/.vscode" "$WS/.idea"
+	printf 'orig\n' >"$WS/.idea/workspace.xml"
+	wp --unprotect "$WS/.vscode" -- write "$WS/.vscode/settings.json" '{}'
+	expect_ok
+	assert_content "$WS/.vscode/settings.json" '{}'
+	# Only that one.
+	refused "$WS/.idea/workspace.xml" append evil
+	assert_content "$WS/.idea/workspace.xml" orig
+	# A missing name too, and from a policy file.
+	printf '{"unprotect": ["%s/.mcp.json"]}\n' "$WS" >"$T/p.json"
+	wp --policy "$T/p.json" -- write "$WS/.mcp.json" '{}'
+	expect_ok
+	assert_content "$WS/.mcp.json" '{}'
+}
+
+t_reports_carry_the_reason() {
+	mkdir -p "$WS/.vscode"
+	w --json -- sh -c 'echo x >.vscode/tasks.json; echo y >.mcp.json; sleep 1'
+	grep -q '"target":"'"$WS"'/.vscode/tasks.json","reason":"autorun: editor tasks"' "$T/.run/stdout" ||
+		grep -q '"target":"'"$WS"'/.mcp.json","reason":"autorun: agent config"' "$T/.run/stdout" ||
+		fail "no denial with its reason"
+	"$WARD" policy show >"$T/show" || fail "policy show failed"
+	for r in "autorun: editor tasks" "autorun: agent config" "autorun: shell startup" \
+		"autorun: git config" "autorun: git submodules"; do
+		grep -q "\"reason\": \"$r\"" "$T/show" || fail "policy show lacks '$r'"
+	done
+	grep -q '"runs": "an editor opening this folder' "$T/show" || fail "policy show lacks what runs it"
+	grep -q '"watched": \[' "$T/show" || fail "policy show lacks the watched directories"
+}
+
+t_approval_offers_the_path() {
+	need_cmd python3
+	export XDG_STATE_HOME=$T/state XDG_CONFIG_HOME=$T/config
+	mkdir -p "$WS/.vscode"
+	LAST_CMD="ward run -a on-request (keys y)"
+	timeout -k 3 60 python3 "$ASK" --keys y -- "$WARD" run -a on-request -- \
+		sh -c 'echo "{}" >.vscode/settings.json' >"$T/.run/stdout" 2>"$T/.run/stderr"
+	WRC=$?
+	expect_rc 0
+	assert_stdout_has "with that path writable, this once?"
+	assert_stdout_has "writable   $WS/.vscode"
+	assert_stdout_has "autorun: editor tasks"
+	assert_content "$WS/.vscode/settings.json" '{}'
+	# Declined: the refusal stands.
+	timeout -k 3 60 python3 "$ASK" --keys n -- "$WARD" run -a on-request -- \
+		sh -c 'echo "{}" >.vscode/tasks.json' >"$T/.run/stdout" 2>"$T/.run/stderr"
+	WRC=$?
+	[ "$WRC" != 0 ] || fail "the declined run succeeded"
+	assert_absent "$WS/.vscode/tasks.json"
+}
+
+t_bounds_fail_closed() {
+	# More new directories where names matter than the guard watches: the run stops.
+	w -- sh -c 'mkdir lots && cd lots && seq 1 8300 | xargs mkdir; sleep 1'
+	[ "$WRC" != 0 ] && [ "$WRC" != 125 ] || fail "expected the run to be stopped, got exit $WRC"
+	assert_stderr_has "autorun: guard limit"
+	rm -rf "$WS/lots"
+	# More directories than the launch scan reads: said, and the root's names still protected.
+	mkdir "$WS/wide" && (cd "$WS/wide" && seq 1 4200 | xargs mkdir)
+	wp -- write "$WS/.mcp.json" evil
+	assert_stderr_has "warning: the scan for autorun names stopped at a bound"
+	guard_stopped "$WS/.mcp.json"
+	assert_absent "$WS/.mcp.json"
+}
+
+tcase "existing autorun names of every class, at the root and two levels down, are read-only" \
+	t_existing_classes_at_the_root_and_two_levels_down
+tcase "missing autorun names of every class, at the root and two levels down, stop the run" \
+	t_missing_classes_at_the_root_and_two_levels_down
+tcase "directories made or moved in during the run are followed" t_new_directories_are_followed
+tcase "deeper than two levels and package trees are not protected" \
+	t_deeper_and_package_trees_are_not_protected
+tcase "a home in the workspace keeps ssh, services, autostart and credentials" \
+	t_a_home_inside_the_workspace
+tcase "directories of PATH inside the workspace, existing and not" t_path_directories
+tcase "sources, builds, git keep working" t_ordinary_work_goes_on
+tcase "npm install of a local tarball and directory" t_npm_install_of_a_local_package
+tcase "--unprotect lifts one entry" t_unprotect_lifts_one_entry
+tcase "denials and policy show carry the reason" t_reports_carry_the_reason
+tcase "an approval question offers the refused path" t_approval_offers_the_path
+tcase "past the guard's and the scan's bounds: stopped, or said" t_bounds_fail_closed
+finish
