@@ -51,12 +51,13 @@
 #define WARD_XS_MAX_METADATA 256 /* bytes of metadata.threadId and metadata.toolCallId */
 #define WARD_XS_MAX_ARGV ((size_t)1 << 20) /* bytes of argv (and of env) */
 /*
- * The policy a process runs under is kept until its output is closed: one
- * resolved policy may hold at most this much (a sandbox naming 200 long
- * writable paths held 7 MB), and the processes of one session not yet
- * closed at most WARD_XS_SESSION_POLICIES together.
+ * The policy a process runs under is kept until its output is closed, with
+ * the sandbox's copy and its guard: one process may hold at most this much
+ * of it (a sandbox naming 200 long writable paths held 7 MB), and the
+ * processes of one session not yet closed at most WARD_XS_SESSION_POLICIES
+ * together.
  */
-#define WARD_XS_MAX_POLICY ((size_t)4 << 20)
+#define WARD_XS_MAX_POLICY ((size_t)8 << 20)
 #define WARD_XS_SESSION_POLICIES ((size_t)64 << 20)
 
 struct ward__xserver;

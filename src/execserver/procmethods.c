@@ -266,6 +266,17 @@ static int build_policy(struct ward__xserver *s, json_t *params, const char *cwd
 				     cwd, ret, ret_sandboxed, e);
 }
 
+/*
+ * What a running process holds because of its policy: the policy (kept with
+ * the process), the sandbox's own copy of it, and its guard's record of each
+ * protected path (the path again and about 256 bytes of state). Measured at
+ * three times the policy's weight and that much per protected path.
+ */
+static size_t policy_charge(const struct ward_policy *pol)
+{
+	return 3 * ward__policy_weight(pol) + 256 * pol->n_protected;
+}
+
 static char *json_quote(const char *s)
 {
 	json_t *j = json_string(s);
@@ -424,12 +435,13 @@ void ward__xs_handle_start(struct xconn *x, const struct ward__rpc_msg *m)
 	 * so that a client naming hundreds of long paths in every request
 	 * cannot make a session hold gigabytes.
 	 */
-	p->policy_weight = ward__policy_weight(p->policy);
+	p->policy_weight = policy_charge(p->policy);
 	if (p->policy_weight > WARD_XS_MAX_POLICY) {
 		ward__xs_reply_error(
 			x, &m->id, WARD_RPC_INVALID_PARAMS,
-			"the sandbox's policy holds %zu bytes once resolved (at most %zu): "
-			"name fewer or shorter paths",
+			"the sandbox's policy holds %zu bytes once resolved, with the "
+			"sandbox's copy and its guard (at most %zu): name fewer or shorter "
+			"paths",
 			p->policy_weight, WARD_XS_MAX_POLICY);
 		goto fail;
 	}
