@@ -3,7 +3,8 @@
  * The decisions the proxy and the DNS stub share: the policy's patterns
  * (deny first), then the holder's hook (the rules' network_rule lines and
  * the answers of this session), then "ask" where a person may be asked,
- * else "not allowed". Also which addresses may be connected to, and the
+ * else "not allowed". Also which addresses may be connected to (public, not
+ * this machine's own, or named by --allow-address), and the
  * reports, each refusal once.
  */
 #include <stdio.h>
@@ -195,10 +196,25 @@ enum ward__net_outcome ward__net_policy_decide_name(struct ward__net_policy *np,
 bool ward__net_policy_address_ok(const struct ward__net_policy *np, const struct ward__net_addr *a,
 				 const char **why)
 {
+	int r;
+
 	for (size_t i = 0; i < np->n_allow_addresses; i++)
 		if (ward__net_cidr_contains(&np->allow_addresses[i], a))
 			return true;
-	return ward__net_addr_public(a, why);
+	if (!ward__net_addr_public(a, why))
+		return false;
+	/*
+	 * A public address of this machine's own reaches the services bound to
+	 * all its addresses from inside (local.c): refused as loopback is.
+	 * When the kernel cannot be asked, the connection is refused too.
+	 */
+	r = ward__net_addr_is_local(a);
+	if (r == 0)
+		return true;
+	if (why)
+		*why = r > 0 ? "an address of this machine"
+			     : "cannot tell whether it is an address of this machine";
+	return false;
 }
 
 static bool already_reported(struct ward__net_policy *np, const struct ward_net_event *ev)

@@ -26,6 +26,8 @@
 NPY=/usr/bin/python3
 AS_UID=${WARD_NETPROXY_AS_UID:-}
 INET=198.19.250
+# A public address of the machine's own (a cloud VM's on its eth0), held by ward's namespace.
+SELF=100.128.0.1
 NS=ward-inet-$$
 CNS=ward-host-$$
 NSX=(ip netns exec "$CNS")
@@ -114,6 +116,7 @@ other.test $INET.15
 meta.test 169.254.169.254
 loop.test 127.0.0.1
 rebind.test $INET.13,127.0.0.1
+self.test $SELF
 EOF
 	chmod -R a+rX "$WORLD"
 }
@@ -131,6 +134,7 @@ world_up() {
 	ip link set "$VI" netns "$NS"
 	ip link set "$VH" netns "$CNS"
 	"${NSX[@]}" ip addr add "$INET.1/24" dev "$VH"
+	"${NSX[@]}" ip addr add "$SELF/32" dev "$VH"
 	"${NSX[@]}" ip link set "$VH" up
 	ip netns exec "$NS" ip link set lo up
 	ip netns exec "$NS" ip addr add "$INET.2/24" dev "$VI"
@@ -346,6 +350,38 @@ t_non_public_names() {
 	expect_err "'loop.test:$CANARY' refused (non-public-address)"
 	expect_err "'meta.test:80' refused (non-public-address)"
 	canary_silent
+}
+
+t_machine_own_address() {
+	# A public address of ward's own machine is public, but a connection to it never
+	# leaves the machine: it reaches every service bound to all addresses (here one on
+	# 0.0.0.0), which a firewall keeps from the internet, not from the machine itself.
+	"${NSX[@]}" $NPY -c '
+import socket, sys
+s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("0.0.0.0", 0)); s.listen(8)
+open(sys.argv[1], "w").write(str(s.getsockname()[1]))
+s.settimeout(60)
+try:
+    c, _ = s.accept()
+    open(sys.argv[2], "a").write("reached\n")
+except socket.timeout:
+    pass
+' "$T/own.port" "$T/own.hits" &
+	local own_pid=$! port
+	for _ in $(seq 50); do
+		[ -s "$T/own.port" ] && break
+		sleep 0.1
+	done
+	port=$(cat "$T/own.port")
+	wr --allow-domain '*' -- sh -c "${CURL[*]} -i http://$SELF:$port/; ${CURL[*]} -i http://self.test:$port/; curl -sS --max-time 10 --socks5-hostname 127.0.0.1:1080 http://$SELF:$port/; echo rc=\$?"
+	kill "$own_pid" 2>/dev/null
+	expect_out 'X-Proxy-Error: blocked-by-policy'
+	expect_out 'an address of this machine'
+	expect_out 'rc=97'
+	expect_err "'$SELF:$port' refused (non-public-address)"
+	expect_err "'self.test:$port' refused (non-public-address)"
+	[ ! -s "$T/own.hits" ] || fail "a service of ward's own machine was reached through its public address"
 }
 
 t_rebinding() {
@@ -694,6 +730,7 @@ tcase "a DNS query for a denied name fails fast" t_dns_denied_name
 tcase "subdomain patterns and ports" t_patterns_and_ports
 tcase "CONNECT to a denied host through an allowed one" t_connect_through_allowed
 tcase "names resolving to 127.0.0.1 and 169.254.169.254 are refused" t_non_public_names
+tcase "a public address of ward's own machine is refused" t_machine_own_address
 tcase "DNS rebinding between the check and the connect" t_rebinding
 tcase "SOCKS5 with an address literal" t_socks_address_literal
 tcase "SOCKS5 UDP only where a rule allows socks5_udp" t_socks5_udp
