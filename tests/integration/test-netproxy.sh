@@ -650,6 +650,65 @@ p.stdin.close(); p.wait(timeout=20)
 	never "$INET.14"
 }
 
+t_serve_descriptors_shared() {
+	# A sandbox of ward serve that opens connection after connection to the proxy must not
+	# take the server's descriptors (here 1024): other sandboxes' connections and new
+	# processes still work while it holds them.
+	serve_client '
+import base64, json, subprocess, sys, time
+ward, ws, ca, inet = sys.argv[1:5]
+p = subprocess.Popen(["prlimit", "--nofile=1024:1024", ward, "serve", "--listen", "stdio",
+                      "--dns-server", inet + ".2", "--allow-address", inet + ".0/24"],
+                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, cwd=ws)
+def send(o):
+    p.stdin.write(json.dumps(o) + "\n"); p.stdin.flush()
+send({"id": 1, "method": "initialize", "params": {"clientName": "t"}})
+send({"method": "initialized"})
+def start(pid, argv, net):
+    prof = {"type": "managed", "file_system": {"type": "restricted", "entries": [
+        {"path": {"type": "special", "value": {"kind": "root"}}, "access": "read"},
+        {"path": {"type": "path", "path": "file://" + ws}, "access": "write"}]},
+        "network": {"enabled": True, "allowed_domains": ["www.test"]} if net else {"enabled": False}}
+    send({"id": pid, "method": "process/start", "params": {"processId": pid, "argv": argv,
+          "cwd": "file://" + ws, "env": {"PATH": "/usr/bin:/bin"}, "tty": False,
+          "sandbox": {"permissions": prof, "cwd": "file://" + ws, "windowsSandboxLevel": "disabled"}}})
+hog = """
+import socket, time
+socks = []
+for i in range(1000):
+    try:
+        s = socket.socket(); s.setblocking(False); s.connect_ex(("127.0.0.1", 3128)); socks.append(s)
+    except OSError:
+        break
+time.sleep(1)
+print("READY", flush=True)
+time.sleep(8)
+"""
+start("A", ["/usr/bin/python3", "-c", hog], True)
+out, done, started = {"A": "", "B": "", "C": ""}, set(), False
+deadline = time.monotonic() + 60
+while time.monotonic() < deadline and not {"B", "C"} <= done:
+    m = json.loads(p.stdout.readline())
+    if m.get("method") == "process/output":
+        k = m["params"]["processId"]
+        out[k] += base64.b64decode(m["params"]["chunk"]).decode(errors="replace")
+        if k == "A" and "READY" in out["A"] and not started:
+            started = True
+            start("B", ["/bin/sh", "-c", "curl -sS --max-time 10 http://www.test/hello"], True)
+            start("C", ["/bin/echo", "C started"], False)
+    elif m.get("method") == "process/exited":
+        done.add(m["params"]["processId"])
+    elif "error" in m:
+        print("error", m["error"].get("message"))
+        done.add(m.get("id"))
+print("B:", out["B"].strip()); print("C:", out["C"].strip())
+send({"id": 9, "method": "process/terminate", "params": {"processId": "A"}})
+p.stdin.close(); p.wait(timeout=20)
+'
+	expect_out "B: hello from $INET.13"
+	expect_out "C: C started"
+}
+
 t_mcp_exec_command() {
 	# ward mcp: the hosts come from its options; the result names the refusal.
 	serve_client '
@@ -742,6 +801,7 @@ tcase "refused where the sandbox has no network namespace" t_refused_without_nam
 tcase "network_rule lines allow and deny, and the audit log has every host" t_network_rules
 tcase "a person is asked while the connection waits: once, session, always, no" t_asked_while_waiting
 tcase "ward serve: hosts per process in the permission profile" t_serve_process_start
+tcase "ward serve: one sandbox's connections leave descriptors to the others" t_serve_descriptors_shared
 tcase "ward mcp: hosts from its options, refusals in the result" t_mcp_exec_command
 tcase "ward mcp -a: questions through elicitation while the connection waits" t_mcp_asks_through_elicitation
 finish
