@@ -56,7 +56,8 @@ static void on_event(void *userdata, const struct ward_net_event *ev)
 		char target[WARD_NET_HOST_MAX + 16];
 		bool v6 = strchr(ev->target->host, ':') != NULL;
 
-		if (ev->target->protocol == WARD_NET_PROTO_DNS)
+		/* A DNS question has no port, nor the "*" that stands for refusals past the cap. */
+		if (ev->target->protocol == WARD_NET_PROTO_DNS || ev->target->port == 0)
 			snprintf(target, sizeof(target), "%s", ev->target->host);
 		else
 			snprintf(target, sizeof(target), "%s%s%s:%u", v6 ? "[" : "",

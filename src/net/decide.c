@@ -12,8 +12,8 @@
 
 #include "net/net-internal.h"
 
-/* Distinct refusals remembered for de-duplication; past it every refusal is reported. */
-#define MAX_REPORTED 1024
+/* Distinct refusals remembered for de-duplication; past it one stands for the rest. */
+#define MAX_REPORTED 1024 /* said in the summary's detail below */
 
 const char *ward__net_protocol_name(enum ward_net_protocol p)
 {
@@ -217,7 +217,13 @@ bool ward__net_policy_address_ok(const struct ward__net_policy *np, const struct
 	return false;
 }
 
-static bool already_reported(struct ward__net_policy *np, const struct ward_net_event *ev)
+enum seen {
+	SEEN_NEW = 0,
+	SEEN_BEFORE,
+	SEEN_PAST_CAP, /* a new one, but MAX_REPORTED are remembered already */
+};
+
+static enum seen remember(struct ward__net_policy *np, const struct ward_net_event *ev)
 {
 	char key[WARD_NET_HOST_MAX + 64];
 	char **n;
@@ -226,24 +232,52 @@ static bool already_reported(struct ward__net_policy *np, const struct ward_net_
 		 ward__net_protocol_name(ev->target->protocol), ward__net_reason_name(ev->reason));
 	for (size_t i = 0; i < np->n_reported; i++)
 		if (strcmp(np->reported[i], key) == 0)
-			return true;
+			return SEEN_BEFORE;
 	if (np->n_reported >= MAX_REPORTED)
-		return false;
+		return SEEN_PAST_CAP;
 	n = reallocarray(np->reported, np->n_reported + 1, sizeof(*n));
 	if (!n)
-		return false;
+		return SEEN_NEW;
 	np->reported = n;
 	n[np->n_reported] = strdup(key);
 	if (n[np->n_reported])
 		np->n_reported++;
-	return false;
+	return SEEN_NEW;
 }
 
 void ward__net_policy_report(struct ward__net_policy *np, const struct ward_net_event *ev)
 {
 	if (!np->hooks.event)
 		return;
-	if (!ev->allowed && already_reported(np, ev))
-		return;
+	if (!ev->allowed) {
+		switch (remember(np, ev)) {
+		case SEEN_NEW:
+			break;
+		case SEEN_BEFORE:
+			return;
+		case SEEN_PAST_CAP: {
+			/*
+			 * Each report is a line of the host's audit log, written
+			 * with nobody asked: a command asking the DNS stub for
+			 * made-up names could write lines without end and rotate
+			 * away the log's earlier records. Past the cap one
+			 * refusal stands for the rest ("*"), and they go unsaid.
+			 */
+			struct ward_net_target all = {.host = "*",
+						      .protocol = ev->target->protocol};
+			struct ward_net_event more = {
+				.target = &all,
+				.reason = ev->reason,
+				.decided_by = "policy",
+				.detail = "more hosts refused than are reported one by one (1024): "
+					  "the rest are not",
+			};
+
+			if (np->n_unreported++ == 0)
+				np->hooks.event(np->hooks.userdata, &more);
+			return;
+		}
+		}
+	}
 	np->hooks.event(np->hooks.userdata, ev);
 }

@@ -101,6 +101,7 @@ struct ward__net_policy {
 	/* (target, reason) pairs already reported, so a retrying client is one denial. */
 	char **reported;
 	size_t n_reported;
+	uint64_t n_unreported; /* new refusals past the cap, not reported one by one */
 };
 
 enum ward__net_outcome {

@@ -541,6 +541,31 @@ EOF
 		fail "no audit line for www.test: $(head -c 2000 "$WS/.local/state/ward/audit.jsonl" 2>/dev/null)"
 }
 
+t_refusals_bounded() {
+	# Every refusal is a line of the host's audit log, written with nobody asked: past
+	# 1024 distinct ones a single "*" stands for the rest, so a command asking for
+	# made-up names cannot rotate the log's earlier records away.
+	mkdir -p "$WS/.local/state/ward"
+	echo '{"event":"earlier"}' >"$WS/.local/state/ward/audit.jsonl"
+	wr -a never --allow-domain www.test -- $NPY -c '
+import socket, struct
+u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); u.settimeout(2)
+n = 0
+for i in range(3000):
+    label = b"x%06d" % i
+    u.sendto(struct.pack(">HHHHHH", i, 0x0100, 1, 0, 0, 0) + bytes([len(label)]) + label +
+             b"\x07example\x00\x00\x01\x00\x01", ("127.0.0.1", 53))
+    n += (u.recv(512)[3] & 15) == 5
+print("refused", n)
+'
+	expect_out "refused 3000"
+	local lines
+	lines=$(cat "$WS/.local/state/ward/audit.jsonl"* | wc -l)
+	[ "$lines" -le 1100 ] || fail "the audit log got $lines lines"
+	grep -q '"earlier"' "$WS/.local/state/ward/audit.jsonl" || fail "the earlier record was rotated away"
+	grep -q '"network-access","\*:0"' "$WS/.local/state/ward/audit.jsonl" || fail "no line stands for the refusals past the cap"
+}
+
 t_asked_while_waiting() {
 	local pre=() ask=$WARD_SRC/tests/helpers/pty-ask.py
 	if [ -n "$AS_UID" ]; then
@@ -799,6 +824,7 @@ tcase "a slow-loris client" t_slow_loris
 tcase "no way around the proxy" t_udp_and_direct_blocked
 tcase "refused where the sandbox has no network namespace" t_refused_without_namespaces
 tcase "network_rule lines allow and deny, and the audit log has every host" t_network_rules
+tcase "refusals past 1024 are one line of the audit log" t_refusals_bounded
 tcase "a person is asked while the connection waits: once, session, always, no" t_asked_while_waiting
 tcase "ward serve: hosts per process in the permission profile" t_serve_process_start
 tcase "ward serve: one sandbox's connections leave descriptors to the others" t_serve_descriptors_shared
