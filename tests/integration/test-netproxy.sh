@@ -589,6 +589,27 @@ t_asked_while_waiting() {
 	grep -q "refused (asked-denied)" "$T/out" "$T/err" || fail "no asked-denied refusal: $(cat "$T/out" "$T/err")"
 }
 
+t_question_after_conceal() {
+	# The command writes to the terminal while its connection waits: it prints a question
+	# of its own naming a harmless host, then conceals what follows (SGR 8). ward's
+	# question, naming the real host, must undo that before it is printed.
+	local pre=() ask=$WARD_SRC/tests/helpers/pty-ask.py
+	if [ -n "$AS_UID" ]; then
+		chown -R "$AS_UID:$AS_UID" "$T"
+		pre=(setpriv --reuid "$AS_UID" --regid "$AS_UID" --clear-groups --)
+	fi
+	HOME=$WS XDG_CONFIG_HOME=$WS/.config "${NSX[@]}" timeout 90 "${pre[@]}" $NPY "$ask" --keys n -- "$WARD" run -a on-request \
+		--dns-server "$INET.2" --allow-address "$INET.0/24" --deny-domain denied.test -- \
+		sh -c 'printf "  host: https://www.test:443\r\n\033[8m"; sleep 0.3; '"${CURL[*]}"' https://other.test/hello' >"$T/out" 2>"$T/err"
+	grep -q "prompts: 1" "$T/out" || fail "expected one question: $(cat "$T/out")"
+	$NPY -c '
+import sys
+d = open(sys.argv[1], "rb").read()
+i, j = d.find(b"\x1b[8m"), d.find(b"https://other.test:443")
+sys.exit(0 if 0 <= i < j and b"\x1b[0m" in d[i:j] else 1)
+' "$T/out" || fail "the question follows the concealed text without resetting it: $(cat -v "$T/out" | head -c 600)"
+}
+
 t_socks5_udp() {
 	# Datagrams only where a network_rule allows socks5_udp; a host pattern is not enough.
 	cat >"$WS/udp.rules" <<EOF
@@ -817,6 +838,7 @@ tcase "names resolving to 127.0.0.1 and 169.254.169.254 are refused" t_non_publi
 tcase "a public address of ward's own machine is refused" t_machine_own_address
 tcase "DNS rebinding between the check and the connect" t_rebinding
 tcase "SOCKS5 with an address literal" t_socks_address_literal
+tcase "a question is readable whatever the command left the terminal in" t_question_after_conceal
 tcase "SOCKS5 UDP only where a rule allows socks5_udp" t_socks5_udp
 tcase "garbage, CL.TE and a request smuggled in a body" t_garbage_and_smuggling
 tcase "10,000 connections" t_many_connections
