@@ -27,6 +27,31 @@
 #include "basic/cleanup.h"
 #include "net/net-internal.h"
 
+/*
+ * Where netlink is refused (a service confined to AF_UNIX and AF_INET*, as
+ * systemd's RestrictAddressFamilies= does): a UDP socket connected to the
+ * address (no packet is sent) gets the source address the kernel would use,
+ * which for an address of the machine's own is that address itself. Local
+ * ranges routed with another preferred source are not seen this way, which
+ * is why the routing question comes first.
+ */
+static int local_by_source(const struct ward__net_addr *a)
+{
+	struct sockaddr_storage to, from;
+	socklen_t tl = ward__net_addr_to_sockaddr(a, 9, &to), fl = sizeof(from);
+	struct ward__net_addr src;
+	_cleanup_close_ int fd = socket(a->family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+
+	if (fd < 0)
+		return -errno;
+	if (connect(fd, (struct sockaddr *)&to, tl) < 0)
+		return errno == ENETUNREACH || errno == EHOSTUNREACH ? 0 : -errno;
+	if (getsockname(fd, (struct sockaddr *)&from, &fl) < 0 ||
+	    ward__net_addr_from_sockaddr((struct sockaddr *)&from, fl, &src, NULL) < 0)
+		return -EIO;
+	return memcmp(src.bytes, a->bytes, a->family == AF_INET ? 4 : 16) == 0;
+}
+
 int ward__net_addr_is_local(const struct ward__net_addr *a)
 {
 	struct {
@@ -59,6 +84,8 @@ int ward__net_addr_is_local(const struct ward__net_addr *a)
 	req.nh.nlmsg_len = NLMSG_ALIGN(req.nh.nlmsg_len) + RTA_ALIGN(rta->rta_len);
 
 	fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_ROUTE);
+	if (fd < 0 && (errno == EAFNOSUPPORT || errno == EPERM || errno == EACCES))
+		return local_by_source(a);
 	if (fd < 0)
 		return -errno;
 	if (sendto(fd, &req, req.nh.nlmsg_len, 0, (struct sockaddr *)&kernel, sizeof(kernel)) < 0)
