@@ -100,6 +100,20 @@ static void field(FILE *f, const char *label, const char *value, size_t max)
 		fprintf(f, "  %-10s %s\r\n", label, safe);
 }
 
+/*
+ * What the command left the terminal in is undone before a question: a
+ * network question comes while the command runs, and any question comes
+ * after it wrote to the same terminal. Concealed or invisible text (SGR 8,
+ * a foreground the colour of the background), the line-drawing character
+ * set or a hidden cursor would let it print a question of its own naming a
+ * harmless host and make ward's, naming the real one, unreadable. So: all
+ * attributes off (SGR 0), G0 as ASCII and selected (ESC ( B, SI), the cursor
+ * shown. Sequences every VT100-compatible terminal knows; a remapped colour
+ * palette (OSC 4/10) is not undone, as terminals that do not know the
+ * resetting OSC would print it.
+ */
+#define TERMINAL_SANE "\033[0m\033(B\017\033[?25h"
+
 static void show(FILE *f, const struct ward_approval_question *q)
 {
 	_cleanup_free_ char *cmd = NULL, *prefix = NULL;
@@ -108,6 +122,7 @@ static void show(FILE *f, const struct ward_approval_question *q)
 	while (q->argv[n])
 		n++;
 	cmd = ward__shell_join(q->argv, n);
+	fputs(TERMINAL_SANE, f);
 	if (q->network_target) {
 		/* The network by domain: a host no pattern or rule decides, its connection waiting. */
 		fprintf(f,

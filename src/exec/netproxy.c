@@ -56,7 +56,8 @@ static void on_event(void *userdata, const struct ward_net_event *ev)
 		char target[WARD_NET_HOST_MAX + 16];
 		bool v6 = strchr(ev->target->host, ':') != NULL;
 
-		if (ev->target->protocol == WARD_NET_PROTO_DNS)
+		/* A DNS question has no port, nor the "*" that stands for refusals past the cap. */
+		if (ev->target->protocol == WARD_NET_PROTO_DNS || ev->target->port == 0)
 			snprintf(target, sizeof(target), "%s", ev->target->host);
 		else
 			snprintf(target, sizeof(target), "%s%s%s:%u", v6 ? "[" : "",
@@ -123,8 +124,12 @@ static void raise_nofile(void)
 		return;
 	done = true;
 	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
-		/* Enough for the connection cap at six descriptors each, not the whole hard limit. */
-		rlim_t want = (rlim_t)WARD_NET_DEFAULT_MAX_CONNS * 6 + 1024;
+		/*
+		 * Enough for the connection cap at six descriptors each within the
+		 * three quarters of the limit the proxies may hold (proxy.c), not
+		 * the whole hard limit.
+		 */
+		rlim_t want = (rlim_t)WARD_NET_DEFAULT_MAX_CONNS * 8;
 
 		rl.rlim_cur = MIN(rl.rlim_max, MAX(rl.rlim_cur, want));
 		setrlimit(RLIMIT_NOFILE, &rl);
@@ -144,6 +149,8 @@ int ward__netproxy_start(struct ward__loop *loop, struct ward__sandbox *sb,
 		.n_allow_addresses = p->n_allow_addresses,
 		.dns_server = p->dns_server,
 		.ask = ask,
+		/* On a holder's loop (a server's), other sandboxes' proxies share the process. */
+		.shared = loop != NULL,
 	};
 	struct ward_net_hooks own = {
 		.decide = on_decide, .ask = on_ask, .cancelled = on_cancelled, .event = on_event};

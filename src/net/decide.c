@@ -3,7 +3,8 @@
  * The decisions the proxy and the DNS stub share: the policy's patterns
  * (deny first), then the holder's hook (the rules' network_rule lines and
  * the answers of this session), then "ask" where a person may be asked,
- * else "not allowed". Also which addresses may be connected to, and the
+ * else "not allowed". Also which addresses may be connected to (public, not
+ * this machine's own, or named by --allow-address), and the
  * reports, each refusal once.
  */
 #include <stdio.h>
@@ -11,8 +12,8 @@
 
 #include "net/net-internal.h"
 
-/* Distinct refusals remembered for de-duplication; past it every refusal is reported. */
-#define MAX_REPORTED 1024
+/* Distinct refusals remembered for de-duplication; past it one stands for the rest. */
+#define MAX_REPORTED 1024 /* said in the summary's detail below */
 
 const char *ward__net_protocol_name(enum ward_net_protocol p)
 {
@@ -195,13 +196,34 @@ enum ward__net_outcome ward__net_policy_decide_name(struct ward__net_policy *np,
 bool ward__net_policy_address_ok(const struct ward__net_policy *np, const struct ward__net_addr *a,
 				 const char **why)
 {
+	int r;
+
 	for (size_t i = 0; i < np->n_allow_addresses; i++)
 		if (ward__net_cidr_contains(&np->allow_addresses[i], a))
 			return true;
-	return ward__net_addr_public(a, why);
+	if (!ward__net_addr_public(a, why))
+		return false;
+	/*
+	 * A public address of this machine's own reaches the services bound to
+	 * all its addresses from inside (local.c): refused as loopback is.
+	 * When the kernel cannot be asked, the connection is refused too.
+	 */
+	r = ward__net_addr_is_local(a);
+	if (r == 0)
+		return true;
+	if (why)
+		*why = r > 0 ? "an address of this machine"
+			     : "cannot tell whether it is an address of this machine";
+	return false;
 }
 
-static bool already_reported(struct ward__net_policy *np, const struct ward_net_event *ev)
+enum seen {
+	SEEN_NEW = 0,
+	SEEN_BEFORE,
+	SEEN_PAST_CAP, /* a new one, but MAX_REPORTED are remembered already */
+};
+
+static enum seen remember(struct ward__net_policy *np, const struct ward_net_event *ev)
 {
 	char key[WARD_NET_HOST_MAX + 64];
 	char **n;
@@ -210,24 +232,52 @@ static bool already_reported(struct ward__net_policy *np, const struct ward_net_
 		 ward__net_protocol_name(ev->target->protocol), ward__net_reason_name(ev->reason));
 	for (size_t i = 0; i < np->n_reported; i++)
 		if (strcmp(np->reported[i], key) == 0)
-			return true;
+			return SEEN_BEFORE;
 	if (np->n_reported >= MAX_REPORTED)
-		return false;
+		return SEEN_PAST_CAP;
 	n = reallocarray(np->reported, np->n_reported + 1, sizeof(*n));
 	if (!n)
-		return false;
+		return SEEN_NEW;
 	np->reported = n;
 	n[np->n_reported] = strdup(key);
 	if (n[np->n_reported])
 		np->n_reported++;
-	return false;
+	return SEEN_NEW;
 }
 
 void ward__net_policy_report(struct ward__net_policy *np, const struct ward_net_event *ev)
 {
 	if (!np->hooks.event)
 		return;
-	if (!ev->allowed && already_reported(np, ev))
-		return;
+	if (!ev->allowed) {
+		switch (remember(np, ev)) {
+		case SEEN_NEW:
+			break;
+		case SEEN_BEFORE:
+			return;
+		case SEEN_PAST_CAP: {
+			/*
+			 * Each report is a line of the host's audit log, written
+			 * with nobody asked: a command asking the DNS stub for
+			 * made-up names could write lines without end and rotate
+			 * away the log's earlier records. Past the cap one
+			 * refusal stands for the rest ("*"), and they go unsaid.
+			 */
+			struct ward_net_target all = {.host = "*",
+						      .protocol = ev->target->protocol};
+			struct ward_net_event more = {
+				.target = &all,
+				.reason = ev->reason,
+				.decided_by = "policy",
+				.detail = "more hosts refused than are reported one by one (1024): "
+					  "the rest are not",
+			};
+
+			if (np->n_unreported++ == 0)
+				np->hooks.event(np->hooks.userdata, &more);
+			return;
+		}
+		}
+	}
 	np->hooks.event(np->hooks.userdata, ev);
 }

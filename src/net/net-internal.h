@@ -8,7 +8,8 @@
 /*
  * The pieces of the proxy engine under proxy.c, each on the event loop and
  * none calling another: the byte mover (tunnel.c), the resolver (resolve.c),
- * the decisions shared by the proxy and the DNS stub (decide.c), and the DNS
+ * the decisions shared by the proxy and the DNS stub (decide.c, on local.c,
+ * which asks the kernel whether an address is this machine's), and the DNS
  * stub with its address pool (stub.c, on decide.c).
  */
 
@@ -76,6 +77,15 @@ WARD_INTERNAL int ward__resolver_lookup(struct ward__resolver *r, const char *na
 /* The callback of lookup id will not be called. Safe with a finished or zero id. */
 WARD_INTERNAL void ward__resolver_cancel(struct ward__resolver *r, uint64_t id);
 
+/* ------------------------------------------------------------ local.c */
+
+/*
+ * Whether a is an address of the machine ward runs on (the kernel routes it
+ * locally, or it is a broadcast address of one of its networks): 1, 0, or
+ * -errno when the kernel could not be asked.
+ */
+WARD_INTERNAL int ward__net_addr_is_local(const struct ward__net_addr *a);
+
 /* ------------------------------------------------------------ decide.c */
 
 /* The static part of the settings, and the hooks, that both the proxy and the stub decide with. */
@@ -91,6 +101,7 @@ struct ward__net_policy {
 	/* (target, reason) pairs already reported, so a retrying client is one denial. */
 	char **reported;
 	size_t n_reported;
+	uint64_t n_unreported; /* new refusals past the cap, not reported one by one */
 };
 
 enum ward__net_outcome {
@@ -117,7 +128,10 @@ WARD_INTERNAL enum ward__net_outcome ward__net_policy_decide(struct ward__net_po
 WARD_INTERNAL enum ward__net_outcome ward__net_policy_decide_name(struct ward__net_policy *np,
 								  const char *name,
 								  enum ward_net_reason *ret_reason);
-/* Whether an address may be connected to: public, or inside an --allow-address range. */
+/*
+ * Whether an address may be connected to: inside an --allow-address range, or
+ * public and not an address of this machine (local.c).
+ */
 WARD_INTERNAL bool ward__net_policy_address_ok(const struct ward__net_policy *np,
 					       const struct ward__net_addr *a, const char **why);
 /* Reports ev through the hooks (a refusal only once per target and reason). */

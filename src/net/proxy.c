@@ -24,6 +24,7 @@
 #include <netinet/tcp.h>
 #include <stdio.h>
 #include <sys/epoll.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 
 #include "basic/error.h"
@@ -112,6 +113,7 @@ struct ward_net_proxy {
 	size_t n_listeners;
 	struct conn *conns;
 	unsigned n_conns, max_conns;
+	bool shared; /* other proxies share the process (settings.shared) */
 	uint64_t head_timeout_ns;
 	struct question *questions;
 	unsigned n_questions;
@@ -121,6 +123,50 @@ struct ward_net_proxy {
 
 static void conn_free(struct conn *c);
 static void conn_decide(struct conn *c);
+
+/* ------------------------------------------------------------ the process's descriptors */
+
+/*
+ * Every proxy of a process (a server holds one per sandbox) shares its
+ * descriptors, and a connection may hold six of them (the client, the
+ * upstream, a pipe per direction). The per-proxy cap alone let one sandbox
+ * take 2048 x 6 descriptors: past the process's limit the server could no
+ * longer start a process, accept a client or serve another sandbox. So the
+ * proxies together keep a quarter of the limit (at least 256) free for
+ * everything else, and where they share the process (settings.shared) each
+ * takes at most a quarter of what they may hold: one sandbox cannot starve
+ * the others (four such ones still can, but not the server). Past that, a
+ * new connection is reset and a new pool listener closed, as past a proxy's
+ * own cap.
+ */
+#define FDS_PER_CONN 6u
+
+/* Atomic: libward's ward_run() may run sandboxes in several threads, each with its own proxy. */
+static struct {
+	_Atomic unsigned conns, listeners;
+	_Atomic uint64_t budget; /* descriptors the proxies may hold together */
+} process;
+
+/* Read when a proxy starts: the holder raises its limit before (exec/netproxy.c, cli/). */
+static void process_budget_update(void)
+{
+	struct rlimit rl;
+	uint64_t limit = 1024, reserve;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0)
+		limit = rl.rlim_cur == RLIM_INFINITY ? UINT32_MAX : (uint64_t)rl.rlim_cur;
+	reserve = MAX(limit / 4, (uint64_t)256);
+	process.budget = limit > reserve ? limit - reserve : 0;
+}
+
+/* Whether px may hold fds more descriptors. */
+static bool process_room(const struct ward_net_proxy *px, unsigned fds)
+{
+	uint64_t used = (uint64_t)process.conns * FDS_PER_CONN + process.listeners;
+	uint64_t mine = (uint64_t)px->n_conns * FDS_PER_CONN + px->n_listeners;
+
+	return used + fds <= process.budget && (!px->shared || mine + fds <= process.budget / 4);
+}
 
 /* ------------------------------------------------------------ events and refusals */
 
@@ -820,6 +866,7 @@ static void conn_free(struct conn *c)
 	if (c->next)
 		c->next->prev = c->prev;
 	px->n_conns--;
+	process.conns--;
 	free(c);
 }
 
@@ -846,6 +893,7 @@ static struct conn *conn_new(struct ward_net_proxy *px, int fd, enum front front
 		px->conns->prev = c;
 	px->conns = c;
 	px->n_conns++;
+	process.conns++;
 	return c;
 }
 
@@ -895,10 +943,10 @@ static void on_accept(struct ward__loop *l, int fd, uint32_t events, void *userd
 			}
 			return;
 		}
-		if (px->n_conns >= px->max_conns) {
+		if (px->n_conns >= px->max_conns || !process_room(px, FDS_PER_CONN)) {
 			struct linger lg = {.l_onoff = 1, .l_linger = 0};
 
-			/* Past the cap the connection is reset at once: the client fails fast. */
+			/* Past a cap the connection is reset at once: the client fails fast. */
 			setsockopt(cfd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
 			close(cfd);
 			px->stats.refused_cap++;
@@ -953,10 +1001,12 @@ int ward__net_proxy_new(struct ward__loop *loop, const struct ward_net_settings 
 		return -ENOMEM;
 	px->loop = loop;
 	px->max_conns = s->max_conns ? s->max_conns : WARD_NET_DEFAULT_MAX_CONNS;
+	px->shared = s->shared;
 	px->head_timeout_ns =
 		(uint64_t)(s->head_timeout_ms ? s->head_timeout_ms : WARD_NET_HEAD_TIMEOUT_MS) *
 		1000000ull;
 	px->next_question = 1;
+	process_budget_update();
 	r = ward__net_policy_init(&px->np, s, hooks);
 	if (r < 0) {
 		free(px);
@@ -994,6 +1044,7 @@ void ward__net_proxy_free(struct ward_net_proxy *px)
 		ward__loop_del_timer(px->loop, px->listeners[i]->timer);
 		close(px->listeners[i]->fd);
 		free(px->listeners[i]);
+		process.listeners--;
 	}
 	free(px->listeners);
 	ward__stub_free(px->stub);
@@ -1024,7 +1075,8 @@ int ward__net_proxy_add_listener(struct ward_net_proxy *px, enum ward_net_listen
 		close(fd);
 		return -EINVAL;
 	}
-	if (px->n_listeners >= WARD_NET_MAX_LISTENERS + MAX_FIXED_LISTENERS) {
+	if (px->n_listeners >= WARD_NET_MAX_LISTENERS + MAX_FIXED_LISTENERS ||
+	    !process_room(px, 1)) {
 		close(fd);
 		return -EMFILE;
 	}
@@ -1050,6 +1102,7 @@ int ward__net_proxy_add_listener(struct ward_net_proxy *px, enum ward_net_listen
 		return r;
 	}
 	px->listeners[px->n_listeners++] = ls;
+	process.listeners++;
 	return 0;
 }
 

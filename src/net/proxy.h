@@ -33,8 +33,11 @@
  *     whatever the peers do.
  *
  * Everything a sandbox can grow is capped: connections, pending questions,
- * DNS names given out, pool listeners, bytes of a request head. The proxy
- * and everything it holds go when it is freed, with the sandbox.
+ * DNS names given out, pool listeners, bytes of a request head. The proxies
+ * of one process together leave a quarter of its open-file limit to the
+ * rest of it (a server's clients and processes), and in a server each takes
+ * at most a quarter of what is left to them. The proxy and everything it
+ * holds go when it is freed, with the sandbox.
  */
 
 struct ward__loop;
@@ -154,6 +157,12 @@ struct ward_net_settings {
 	bool ask; /* questions may be asked (approvals on, a front end that can ask) */
 	unsigned max_conns; /* 0: WARD_NET_DEFAULT_MAX_CONNS */
 	unsigned head_timeout_ms; /* 0: WARD_NET_HEAD_TIMEOUT_MS */
+	/*
+	 * Other proxies share the process (a server's sandboxes, each with one):
+	 * this one holds at most a quarter of the descriptors the proxies may
+	 * hold together (proxy.c), so that one sandbox cannot starve the others.
+	 */
+	bool shared;
 };
 
 /*

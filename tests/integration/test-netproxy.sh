@@ -26,6 +26,8 @@
 NPY=/usr/bin/python3
 AS_UID=${WARD_NETPROXY_AS_UID:-}
 INET=198.19.250
+# A public address of the machine's own (a cloud VM's on its eth0), held by ward's namespace.
+SELF=100.128.0.1
 NS=ward-inet-$$
 CNS=ward-host-$$
 NSX=(ip netns exec "$CNS")
@@ -114,6 +116,7 @@ other.test $INET.15
 meta.test 169.254.169.254
 loop.test 127.0.0.1
 rebind.test $INET.13,127.0.0.1
+self.test $SELF
 EOF
 	chmod -R a+rX "$WORLD"
 }
@@ -131,6 +134,7 @@ world_up() {
 	ip link set "$VI" netns "$NS"
 	ip link set "$VH" netns "$CNS"
 	"${NSX[@]}" ip addr add "$INET.1/24" dev "$VH"
+	"${NSX[@]}" ip addr add "$SELF/32" dev "$VH"
 	"${NSX[@]}" ip link set "$VH" up
 	ip netns exec "$NS" ip link set lo up
 	ip netns exec "$NS" ip addr add "$INET.2/24" dev "$VI"
@@ -348,6 +352,38 @@ t_non_public_names() {
 	canary_silent
 }
 
+t_machine_own_address() {
+	# A public address of ward's own machine is public, but a connection to it never
+	# leaves the machine: it reaches every service bound to all addresses (here one on
+	# 0.0.0.0), which a firewall keeps from the internet, not from the machine itself.
+	"${NSX[@]}" $NPY -c '
+import socket, sys
+s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("0.0.0.0", 0)); s.listen(8)
+open(sys.argv[1], "w").write(str(s.getsockname()[1]))
+s.settimeout(60)
+try:
+    c, _ = s.accept()
+    open(sys.argv[2], "a").write("reached\n")
+except socket.timeout:
+    pass
+' "$T/own.port" "$T/own.hits" &
+	local own_pid=$! port
+	for _ in $(seq 50); do
+		[ -s "$T/own.port" ] && break
+		sleep 0.1
+	done
+	port=$(cat "$T/own.port")
+	wr --allow-domain '*' -- sh -c "${CURL[*]} -i http://$SELF:$port/; ${CURL[*]} -i http://self.test:$port/; curl -sS --max-time 10 --socks5-hostname 127.0.0.1:1080 http://$SELF:$port/; echo rc=\$?"
+	kill "$own_pid" 2>/dev/null
+	expect_out 'X-Proxy-Error: blocked-by-policy'
+	expect_out 'an address of this machine'
+	expect_out 'rc=97'
+	expect_err "'$SELF:$port' refused (non-public-address)"
+	expect_err "'self.test:$port' refused (non-public-address)"
+	[ ! -s "$T/own.hits" ] || fail "a service of ward's own machine was reached through its public address"
+}
+
 t_rebinding() {
 	# rebind.test answers a public address, then 127.0.0.1, in turn: ward asks once and
 	# connects to exactly the address it checked, whichever lookup comes when.
@@ -505,6 +541,31 @@ EOF
 		fail "no audit line for www.test: $(head -c 2000 "$WS/.local/state/ward/audit.jsonl" 2>/dev/null)"
 }
 
+t_refusals_bounded() {
+	# Every refusal is a line of the host's audit log, written with nobody asked: past
+	# 1024 distinct ones a single "*" stands for the rest, so a command asking for
+	# made-up names cannot rotate the log's earlier records away.
+	mkdir -p "$WS/.local/state/ward"
+	echo '{"event":"earlier"}' >"$WS/.local/state/ward/audit.jsonl"
+	wr -a never --allow-domain www.test -- $NPY -c '
+import socket, struct
+u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); u.settimeout(2)
+n = 0
+for i in range(3000):
+    label = b"x%06d" % i
+    u.sendto(struct.pack(">HHHHHH", i, 0x0100, 1, 0, 0, 0) + bytes([len(label)]) + label +
+             b"\x07example\x00\x00\x01\x00\x01", ("127.0.0.1", 53))
+    n += (u.recv(512)[3] & 15) == 5
+print("refused", n)
+'
+	expect_out "refused 3000"
+	local lines
+	lines=$(cat "$WS/.local/state/ward/audit.jsonl"* | wc -l)
+	[ "$lines" -le 1100 ] || fail "the audit log got $lines lines"
+	grep -q '"earlier"' "$WS/.local/state/ward/audit.jsonl" || fail "the earlier record was rotated away"
+	grep -q '"network-access","\*:0"' "$WS/.local/state/ward/audit.jsonl" || fail "no line stands for the refusals past the cap"
+}
+
 t_asked_while_waiting() {
 	local pre=() ask=$WARD_SRC/tests/helpers/pty-ask.py
 	if [ -n "$AS_UID" ]; then
@@ -526,6 +587,27 @@ t_asked_while_waiting() {
 	grep -rq 'network_rule(host="git.test", protocol="https", decision="allow")' "$WS/.config/ward/rules" ||
 		fail "no rule written: $(cat "$WS"/.config/ward/rules/* 2>/dev/null)"
 	grep -q "refused (asked-denied)" "$T/out" "$T/err" || fail "no asked-denied refusal: $(cat "$T/out" "$T/err")"
+}
+
+t_question_after_conceal() {
+	# The command writes to the terminal while its connection waits: it prints a question
+	# of its own naming a harmless host, then conceals what follows (SGR 8). ward's
+	# question, naming the real host, must undo that before it is printed.
+	local pre=() ask=$WARD_SRC/tests/helpers/pty-ask.py
+	if [ -n "$AS_UID" ]; then
+		chown -R "$AS_UID:$AS_UID" "$T"
+		pre=(setpriv --reuid "$AS_UID" --regid "$AS_UID" --clear-groups --)
+	fi
+	HOME=$WS XDG_CONFIG_HOME=$WS/.config "${NSX[@]}" timeout 90 "${pre[@]}" $NPY "$ask" --keys n -- "$WARD" run -a on-request \
+		--dns-server "$INET.2" --allow-address "$INET.0/24" --deny-domain denied.test -- \
+		sh -c 'printf "  host: https://www.test:443\r\n\033[8m"; sleep 0.3; '"${CURL[*]}"' https://other.test/hello' >"$T/out" 2>"$T/err"
+	grep -q "prompts: 1" "$T/out" || fail "expected one question: $(cat "$T/out")"
+	$NPY -c '
+import sys
+d = open(sys.argv[1], "rb").read()
+i, j = d.find(b"\x1b[8m"), d.find(b"https://other.test:443")
+sys.exit(0 if 0 <= i < j and b"\x1b[0m" in d[i:j] else 1)
+' "$T/out" || fail "the question follows the concealed text without resetting it: $(cat -v "$T/out" | head -c 600)"
 }
 
 t_socks5_udp() {
@@ -614,6 +696,65 @@ p.stdin.close(); p.wait(timeout=20)
 	never "$INET.14"
 }
 
+t_serve_descriptors_shared() {
+	# A sandbox of ward serve that opens connection after connection to the proxy must not
+	# take the server's descriptors (here 1024): other sandboxes' connections and new
+	# processes still work while it holds them.
+	serve_client '
+import base64, json, subprocess, sys, time
+ward, ws, ca, inet = sys.argv[1:5]
+p = subprocess.Popen(["prlimit", "--nofile=1024:1024", ward, "serve", "--listen", "stdio",
+                      "--dns-server", inet + ".2", "--allow-address", inet + ".0/24"],
+                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, cwd=ws)
+def send(o):
+    p.stdin.write(json.dumps(o) + "\n"); p.stdin.flush()
+send({"id": 1, "method": "initialize", "params": {"clientName": "t"}})
+send({"method": "initialized"})
+def start(pid, argv, net):
+    prof = {"type": "managed", "file_system": {"type": "restricted", "entries": [
+        {"path": {"type": "special", "value": {"kind": "root"}}, "access": "read"},
+        {"path": {"type": "path", "path": "file://" + ws}, "access": "write"}]},
+        "network": {"enabled": True, "allowed_domains": ["www.test"]} if net else {"enabled": False}}
+    send({"id": pid, "method": "process/start", "params": {"processId": pid, "argv": argv,
+          "cwd": "file://" + ws, "env": {"PATH": "/usr/bin:/bin"}, "tty": False,
+          "sandbox": {"permissions": prof, "cwd": "file://" + ws, "windowsSandboxLevel": "disabled"}}})
+hog = """
+import socket, time
+socks = []
+for i in range(1000):
+    try:
+        s = socket.socket(); s.setblocking(False); s.connect_ex(("127.0.0.1", 3128)); socks.append(s)
+    except OSError:
+        break
+time.sleep(1)
+print("READY", flush=True)
+time.sleep(8)
+"""
+start("A", ["/usr/bin/python3", "-c", hog], True)
+out, done, started = {"A": "", "B": "", "C": ""}, set(), False
+deadline = time.monotonic() + 60
+while time.monotonic() < deadline and not {"B", "C"} <= done:
+    m = json.loads(p.stdout.readline())
+    if m.get("method") == "process/output":
+        k = m["params"]["processId"]
+        out[k] += base64.b64decode(m["params"]["chunk"]).decode(errors="replace")
+        if k == "A" and "READY" in out["A"] and not started:
+            started = True
+            start("B", ["/bin/sh", "-c", "curl -sS --max-time 10 http://www.test/hello"], True)
+            start("C", ["/bin/echo", "C started"], False)
+    elif m.get("method") == "process/exited":
+        done.add(m["params"]["processId"])
+    elif "error" in m:
+        print("error", m["error"].get("message"))
+        done.add(m.get("id"))
+print("B:", out["B"].strip()); print("C:", out["C"].strip())
+send({"id": 9, "method": "process/terminate", "params": {"processId": "A"}})
+p.stdin.close(); p.wait(timeout=20)
+'
+	expect_out "B: hello from $INET.13"
+	expect_out "C: C started"
+}
+
 t_mcp_exec_command() {
 	# ward mcp: the hosts come from its options; the result names the refusal.
 	serve_client '
@@ -694,8 +835,10 @@ tcase "a DNS query for a denied name fails fast" t_dns_denied_name
 tcase "subdomain patterns and ports" t_patterns_and_ports
 tcase "CONNECT to a denied host through an allowed one" t_connect_through_allowed
 tcase "names resolving to 127.0.0.1 and 169.254.169.254 are refused" t_non_public_names
+tcase "a public address of ward's own machine is refused" t_machine_own_address
 tcase "DNS rebinding between the check and the connect" t_rebinding
 tcase "SOCKS5 with an address literal" t_socks_address_literal
+tcase "a question is readable whatever the command left the terminal in" t_question_after_conceal
 tcase "SOCKS5 UDP only where a rule allows socks5_udp" t_socks5_udp
 tcase "garbage, CL.TE and a request smuggled in a body" t_garbage_and_smuggling
 tcase "10,000 connections" t_many_connections
@@ -703,8 +846,10 @@ tcase "a slow-loris client" t_slow_loris
 tcase "no way around the proxy" t_udp_and_direct_blocked
 tcase "refused where the sandbox has no network namespace" t_refused_without_namespaces
 tcase "network_rule lines allow and deny, and the audit log has every host" t_network_rules
+tcase "refusals past 1024 are one line of the audit log" t_refusals_bounded
 tcase "a person is asked while the connection waits: once, session, always, no" t_asked_while_waiting
 tcase "ward serve: hosts per process in the permission profile" t_serve_process_start
+tcase "ward serve: one sandbox's connections leave descriptors to the others" t_serve_descriptors_shared
 tcase "ward mcp: hosts from its options, refusals in the result" t_mcp_exec_command
 tcase "ward mcp -a: questions through elicitation while the connection waits" t_mcp_asks_through_elicitation
 finish

@@ -11,6 +11,7 @@
 #include <arpa/inet.h>
 #include <stdbool.h>
 #include <fcntl.h>
+#include <ifaddrs.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
@@ -26,6 +27,7 @@
 #include "basic/buf.h"
 #include "basic/loop.h"
 #include "basic/util.h"
+#include "net/net-internal.h"
 #include "net/net.h"
 #include "net/proxy.h"
 #include "rpc/http.h"
@@ -238,6 +240,37 @@ TEST(addresses)
 	ASSERT_EQ(ward__net_cidr_parse("10.0.0.0/", &c), -EINVAL);
 	ASSERT_EQ(ward__net_cidr_parse("example.com/8", &c), -EINVAL);
 	ASSERT_EQ(ward__net_cidr_parse("::/129", &c), -EINVAL);
+}
+
+static int local(const char *text)
+{
+	struct ward__net_addr a;
+
+	if (!ward__net_addr_parse(text, &a))
+		abort();
+	return ward__net_addr_is_local(&a);
+}
+
+TEST(local_addresses)
+{
+	struct ifaddrs *ifa = NULL;
+
+	/* The kernel's routing decides: loopback is local, a documentation address is not. */
+	ASSERT_EQ(local("127.0.0.1"), 1);
+	ASSERT_EQ(local("127.1.2.3"), 1);
+	ASSERT_EQ(local("192.0.2.1"), 0);
+	/* Every address of this machine's own interfaces is, whatever its range. */
+	ASSERT_OK(getifaddrs(&ifa));
+	for (struct ifaddrs *i = ifa; i; i = i->ifa_next) {
+		struct ward__net_addr a;
+
+		if (!i->ifa_addr || i->ifa_addr->sa_family != AF_INET)
+			continue;
+		ASSERT_OK(ward__net_addr_from_sockaddr(i->ifa_addr, sizeof(struct sockaddr_in), &a,
+						       NULL));
+		ASSERT_EQ(ward__net_addr_is_local(&a), 1);
+	}
+	freeifaddrs(ifa);
 }
 
 /* ------------------------------------------------------------ SOCKS5 */
