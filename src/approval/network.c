@@ -42,6 +42,21 @@ static size_t net_key(const struct ward_net_target *t, bool any, char *buf, size
 	return n > 0 && (size_t)n < size ? (size_t)n : 0;
 }
 
+/*
+ * A "no" is remembered for the session, for that host, protocol and port: a
+ * command that opens connection after connection to a host the person
+ * refused must not ask again each time (questions as a nuisance, or to have
+ * one answered yes by a person tired of saying no). Another key space than
+ * the allowed ones (a leading byte no host has).
+ */
+static size_t denied_key(const struct ward_net_target *t, char *buf, size_t size)
+{
+	int n = snprintf(buf, size, "%cnetwork-no %s %s %u", 1, t->host,
+			 ward__net_protocol_name(t->protocol), t->port);
+
+	return n > 0 && (size_t)n < size ? (size_t)n : 0;
+}
+
 enum ward_net_decision ward__approval_net_decide(struct ward_approver *a,
 						 const struct ward_net_target *t,
 						 const char **ret_by)
@@ -62,6 +77,12 @@ enum ward_net_decision ward__approval_net_decide(struct ward_approver *a,
 			return WARD_NET_DECIDE_DENY;
 		if (t->protocol == WARD_NET_PROTO_DNS)
 			return WARD_NET_DECIDE_ALLOW;
+	}
+	/* A host the person refused for this session: refused again without a question. */
+	n = t->protocol == WARD_NET_PROTO_DNS ? 0 : denied_key(t, key, sizeof(key));
+	if (n && ward__cache_lookup(a, key, n, false)) {
+		*ret_by = "session";
+		return WARD_NET_DECIDE_DENY;
 	}
 	/* A name the person allowed for the session, for some protocol: its address may be given. */
 	n = net_key(t, t->protocol == WARD_NET_PROTO_DNS, key, sizeof(key));
@@ -152,6 +173,11 @@ bool ward__approval_net_answered(struct ward_approver *a, const struct ward_net_
 		if (n)
 			ward__cache_store(a, key, n, false);
 		n = net_key(t, true, key, sizeof(key));
+		if (n)
+			ward__cache_store(a, key, n, false);
+	}
+	if (d == WARD_REVIEW_DENIED) {
+		n = denied_key(t, key, sizeof(key));
 		if (n)
 			ward__cache_store(a, key, n, false);
 	}

@@ -587,6 +587,11 @@ t_asked_while_waiting() {
 	grep -rq 'network_rule(host="git.test", protocol="https", decision="allow")' "$WS/.config/ward/rules" ||
 		fail "no rule written: $(cat "$WS"/.config/ward/rules/* 2>/dev/null)"
 	grep -q "refused (asked-denied)" "$T/out" "$T/err" || fail "no asked-denied refusal: $(cat "$T/out" "$T/err")"
+	# "n" is remembered for the session: five more connections to that host ask nothing.
+	HOME=$WS XDG_CONFIG_HOME=$WS/.config "${NSX[@]}" timeout 90 "${pre[@]}" $NPY "$ask" --keys n -- "$WARD" run -a on-request \
+		--dns-server "$INET.2" --allow-address "$INET.0/24" --deny-domain denied.test -- \
+		sh -c "for i in 1 2 3 4 5 6; do ${CURL[*]} https://other.test/hello; done" >"$T/out" 2>"$T/err"
+	grep -q "prompts: 1" "$T/out" || fail "a refused host is asked about again: $(cat "$T/out")"
 }
 
 t_question_after_conceal() {
