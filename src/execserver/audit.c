@@ -12,7 +12,51 @@
 
 #include "approval/approval.h"
 #include "execserver/xserver.h"
+#include "net/proxy.h"
 #include "policy/policy.h"
+
+/*
+ * A process's network by domain, host by host (the proxy's events: allowed
+ * with the bytes each way when the connection ends, refused with why), with
+ * the process and tool call that asked, as ward run -a and ward mcp -a log
+ * theirs: a server has no approver, but its log still says where every
+ * process went.
+ */
+static void on_net_event(void *userdata, const struct ward_net_event *ev)
+{
+	const struct xproc *p = userdata;
+	struct ward__xserver *s = p->sess->srv;
+	char target[WARD_NET_HOST_MAX + 32];
+	const char *argv[2] = {"network-access", target};
+	struct ward__audit_record rec = {
+		.event = "network",
+		.argv = argv,
+		.argc = 2,
+		.decision = ev->allowed ? "allow" : "deny",
+		.source = ev->decided_by ? ev->decided_by : "policy",
+		.client = p->sess->client[0] ? p->sess->client : NULL,
+		.process = p->id,
+		.thread = p->thread,
+		.tool_call = p->tool_call,
+		.sandboxed = true,
+		.reason = ev->allowed ? ev->detail : ward__net_reason_name(ev->reason),
+		.net = ev,
+	};
+
+	if (!s->cfg.audit_path)
+		return;
+	snprintf(target, sizeof(target), "%s:%u", ev->target->host, ev->target->port);
+	if (ward__audit_append(s->cfg.audit_path, &rec) < 0 && !s->audit_failed) {
+		s->audit_failed = true;
+		fprintf(stderr, "ward: serve: cannot write the audit log '%s'\n",
+			s->cfg.audit_path);
+	}
+}
+
+void ward__xs_audit_net_hooks(struct xproc *p)
+{
+	p->net_hooks = (struct ward_net_hooks){.event = on_net_event, .userdata = p};
+}
 
 void ward__xs_audit_start(struct ward__xserver *s, const struct xproc *p, char *const *argv,
 			  const char *cwd)

@@ -497,6 +497,10 @@ void ward__xs_handle_start(struct xconn *x, const struct ward__rpc_msg *m)
 	spec.stdin_pipe = p->pipe_stdin;
 	spec.timeout_ms = (uint64_t)timeout;
 	spec.pool = se->pool;
+	if (s->cfg.audit_path) {
+		ward__xs_audit_net_hooks(p);
+		spec.net_hooks = &p->net_hooks;
+	}
 	/* Linked before the start: callbacks may come as soon as the loop runs. */
 	se->policy_bytes += p->policy_weight;
 	p->next = se->procs;

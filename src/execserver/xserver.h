@@ -9,6 +9,7 @@
 #include "exec/proc.h"
 #include "execserver/execserver.h"
 #include "execserver/fsops.h"
+#include "net/proxy.h"
 #include "rpc/jsonrpc.h"
 #include "transport/transport.h"
 #include "ward/ward.h"
@@ -96,6 +97,7 @@ struct xproc {
 	struct ward_policy *policy;
 	size_t policy_weight; /* charged to the session's policy_bytes */
 	char *thread, *tool_call; /* Codex's metadata, or NULL */
+	struct ward_net_hooks net_hooks; /* the proxy's events, to the audit log (audit.c) */
 	bool sandboxed;
 	bool tty, pipe_stdin;
 	uint64_t seq; /* the last seq used */
@@ -191,6 +193,8 @@ WARD_INTERNAL json_t *ward__xs_read_result(struct xproc *p, uint64_t after_seq, 
 WARD_INTERNAL void ward__xs_on_read_timeout(struct ward__loop *l, void *userdata);
 WARD_INTERNAL void ward__xs_read_free(struct xread *r);
 
+/* audit.c: the hooks that send a process's network events to the audit log. */
+WARD_INTERNAL void ward__xs_audit_net_hooks(struct xproc *p);
 /* audit.c: a started process in the audit log (nothing when the server keeps none). */
 WARD_INTERNAL void ward__xs_audit_start(struct ward__xserver *s, const struct xproc *p,
 					char *const *argv, const char *cwd);

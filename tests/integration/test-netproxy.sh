@@ -669,8 +669,8 @@ t_serve_process_start() {
 import json, subprocess, sys
 ward, ws, ca, inet = sys.argv[1:5]
 p = subprocess.Popen([ward, "serve", "--listen", "stdio", "--dns-server", inet + ".2",
-                      "--allow-address", inet + ".0/24"], stdin=subprocess.PIPE,
-                     stdout=subprocess.PIPE, text=True, cwd=ws)
+                      "--allow-address", inet + ".0/24", "--audit-log", ws + "/audit.jsonl"],
+                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, cwd=ws)
 def send(o):
     p.stdin.write(json.dumps(o) + "\n"); p.stdin.flush()
 send({"id": 1, "method": "initialize", "params": {"clientName": "t"}})
@@ -680,7 +680,7 @@ prof = {"type": "managed", "file_system": {"type": "restricted", "entries": [
     {"path": {"type": "path", "path": "file://" + ws}, "access": "write"}]},
     "network": {"enabled": True, "allowed_domains": ["www.test"]}}
 cmd = "curl -sS --cacert %s https://www.test/hello; curl -sS --cacert %s https://denied.test/ || true" % (ca, ca)
-send({"id": 2, "method": "process/start", "params": {"processId": "p", "argv": ["/bin/sh", "-c", cmd],
+send({"id": 2, "method": "process/start", "params": {"processId": "p", "metadata": {"toolCallId": "call_net"}, "argv": ["/bin/sh", "-c", cmd],
       "cwd": "file://" + ws, "env": {"PATH": "/usr/bin:/bin"}, "tty": False,
       "sandbox": {"permissions": prof, "cwd": "file://" + ws, "windowsSandboxLevel": "disabled"}}})
 for line in p.stdout:
@@ -699,6 +699,11 @@ p.stdin.close(); p.wait(timeout=20)
 	expect_out "hello from $INET.13"
 	expect_out '"access": "network", "syscall": null, "error": null, "target": "denied.test:443", "reason": "not-allowed"'
 	never "$INET.14"
+	# No approver, but the audit log says where the process went, with its tool call.
+	grep '"event":"network"' "$WS/audit.jsonl" | grep '"decision":"allow"' | grep -q '"tool_call":"call_net"' ||
+		fail "no allowed host in the audit log: $(cat "$WS/audit.jsonl")"
+	grep '"event":"network"' "$WS/audit.jsonl" | grep '"decision":"deny"' | grep -q 'denied.test' ||
+		fail "no refused host in the audit log: $(cat "$WS/audit.jsonl")"
 }
 
 t_serve_descriptors_shared() {
