@@ -41,6 +41,13 @@ struct ward__tunnel_opts {
 	const void *to_client; /* sent first (a CONNECT or SOCKS5 reply); copied */
 	size_t to_client_len;
 	const struct ward__body *body; /* NULL: a raw tunnel; else the request body still to come */
+	/*
+	 * The proxy's count of grown (bulk) pipes, shared by its tunnels, and
+	 * how many it allows: a grown pipe may hold a megabyte of kernel memory
+	 * while its writer waits. NULL: never grow.
+	 */
+	unsigned *bulk_pipes;
+	unsigned bulk_pipes_max;
 };
 
 WARD_INTERNAL int ward__tunnel_new(struct ward__loop *l, const struct ward__tunnel_opts *o,

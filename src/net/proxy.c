@@ -103,6 +103,13 @@ struct listener {
 	uint64_t io, timer;
 };
 
+/*
+ * Bulk transfers whose pipes may grow to a megabyte at once, per proxy (one
+ * sandbox): enough for a few parallel downloads at full speed; more get the
+ * kernel's default pipe, slower, never refused.
+ */
+#define BULK_PIPES_MAX 8u
+
 struct ward_net_proxy {
 	struct ward__loop *loop;
 	struct ward__net_policy np;
@@ -113,6 +120,7 @@ struct ward_net_proxy {
 	size_t n_listeners;
 	struct conn *conns;
 	unsigned n_conns, max_conns;
+	unsigned bulk_pipes; /* tunnels' grown pipes (net-internal.h), at most BULK_PIPES_MAX */
 	bool shared; /* other proxies share the process (settings.shared) */
 	uint64_t head_timeout_ns;
 	struct question *questions;
@@ -324,7 +332,10 @@ static void on_tunnel_done(void *userdata, int error)
 static void conn_established(struct conn *c)
 {
 	static const char connect_ok[] = "HTTP/1.1 200 Connection established\r\n\r\n";
-	struct ward__tunnel_opts o = {.client = c->fd, .upstream = c->up};
+	struct ward__tunnel_opts o = {.client = c->fd,
+				      .upstream = c->up,
+				      .bulk_pipes = &c->px->bulk_pipes,
+				      .bulk_pipes_max = BULK_PIPES_MAX};
 	uint8_t socks_reply[22];
 	struct ward__loop *l = c->px->loop;
 	int r;

@@ -59,6 +59,8 @@ struct ward__tunnel {
 	struct ward__body body;
 	bool ends_with_response; /* a plain HTTP request: over when the response is delivered */
 	bool finished;
+	unsigned *bulk_pipes, bulk_pipes_max; /* the proxy's count (see ward__tunnel_opts) */
+	unsigned grown; /* of this tunnel's directions */
 	ward__tunnel_done_fn fn;
 	void *userdata;
 };
@@ -134,12 +136,23 @@ static int dir_read(struct ward__tunnel *t, struct dir *d, size_t *ret_n)
 		d->pipe_size = SPLICE_CHUNK;
 	}
 	if (d->bytes >= BULK_AFTER && !d->bulk_tried) {
-		/* Past the per-user pipe budget the kernel says no: the default pipe still works. */
-		int sz = fcntl(d->pipe[1], F_SETPIPE_SZ, (int)BULK_PIPE);
-
+		/*
+		 * Past the per-user pipe budget the kernel says no: the default pipe
+		 * still works. A sandbox's bulk transfers together grow at most
+		 * bulk_pipes_max pipes: a megabyte each that a slow upstream may keep
+		 * full, kernel memory a command would otherwise multiply by its
+		 * connections.
+		 */
 		d->bulk_tried = true;
-		if (sz > 0)
-			d->pipe_size = (size_t)sz;
+		if (t->bulk_pipes && *t->bulk_pipes < t->bulk_pipes_max) {
+			int sz = fcntl(d->pipe[1], F_SETPIPE_SZ, (int)BULK_PIPE);
+
+			if (sz > 0) {
+				d->pipe_size = (size_t)sz;
+				(*t->bulk_pipes)++;
+				t->grown++;
+			}
+		}
 	}
 	/* The pipe is empty here (a direction reads only after it wrote everything). */
 	n = splice(d->src, NULL, d->pipe[1], NULL, d->pipe_size, SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
@@ -302,6 +315,8 @@ int ward__tunnel_new(struct ward__loop *l, const struct ward__tunnel_opts *o,
 	t->fd[1] = o->upstream;
 	t->fn = fn;
 	t->userdata = userdata;
+	t->bulk_pipes = o->bulk_pipes;
+	t->bulk_pipes_max = o->bulk_pipes_max;
 	t->d[0].pipe[0] = t->d[0].pipe[1] = t->d[1].pipe[0] = t->d[1].pipe[1] = -1;
 	if (o->body) {
 		t->body = *o->body;
@@ -352,6 +367,8 @@ void ward__tunnel_free(struct ward__tunnel *t)
 				close(t->d[s].pipe[i]);
 		free(t->d[s].buf);
 	}
+	if (t->bulk_pipes)
+		*t->bulk_pipes -= t->grown;
 	free(t);
 }
 
