@@ -189,7 +189,7 @@ _noreturn_ void ward__child_main(const struct ward__spawn_opts *opts, int report
 			if (r < 0)
 				child_fail(report_fd, &e);
 		}
-		r = ward__mounts_setup(p, &e);
+		r = ward__mounts_setup(p, o->layers, o->n_layers, iso == WARD_ISOLATION_USERNS, &e);
 		if (r < 0)
 			child_fail(report_fd, &e);
 		if (!p->network && p->mode != WARD_MODE_DANGER_FULL_ACCESS) {
@@ -294,7 +294,7 @@ _noreturn_ void ward__child_prepared_main(const struct ward__spawn_opts *opts, i
 		ward__error(&e, -errno, "userns", "cannot create the sandbox's namespaces: %m");
 		child_fail(report_fd, &e);
 	}
-	r = ward__mounts_setup(p, &e);
+	r = ward__mounts_setup(p, NULL, 0, iso == WARD_ISOLATION_USERNS, &e);
 	if (r < 0)
 		child_fail(report_fd, &e);
 	if (!p->network) {

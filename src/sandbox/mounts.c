@@ -18,6 +18,14 @@
  *      directory or file taken from that tmpfs, then unlinked from /dev;
  *   8. a fresh /proc for the new pid namespace.
  *
+ * With layers (review and undo, src/changes), step 2 makes an overlayfs
+ * mount instead of a clone for each layered root: its lower layer is the
+ * root as the host has it, its upper layer a directory of ward's own, so
+ * the command's writes stay off the host. The overlay is made detached
+ * (fsopen/fsmount) while every mount is still writable, and attached in
+ * step 4 like a clone; the mounts beneath a layered root, which an overlay's
+ * lower layer never shows, are cloned read-only and attached over it.
+ *
  * Nothing here creates a file or directory on the host: every mount target
  * already exists, and every object we create lives on our own tmpfs.
  */
@@ -41,6 +49,14 @@
 #define MOUNT_ATTR_RDONLY 0x00000001
 #define MOUNT_ATTR_NOSUID 0x00000002
 #define MOUNT_ATTR_NODEV 0x00000004
+#endif
+
+#ifndef FSOPEN_CLOEXEC
+#define FSOPEN_CLOEXEC 0x00000001
+#define FSMOUNT_CLOEXEC 0x00000001
+#define FSCONFIG_SET_FLAG 0
+#define FSCONFIG_SET_STRING 1
+#define FSCONFIG_CMD_CREATE 6
 #endif
 
 static const char *const dev_nodes[] = {"null", "zero", "full", "random", "urandom", "tty"};
@@ -88,6 +104,101 @@ static int bind_self(const char *path, bool readonly, struct ward_error *err)
 	return 0;
 }
 
+/*
+ * DESIGN: the copy-on-write layer is overlayfs because the kernel then does
+ * the copying: a file is copied up whole the first time it is opened for
+ * writing (or its metadata changes), a deletion becomes a whiteout, a
+ * directory removed and made again becomes opaque, and nothing the command
+ * does, racing or not, can write past the layer. Unprivileged overlay
+ * mounts exist since Linux 5.11 (userxattr: the layer's own attributes are
+ * user.overlay.*). The options keep the upper directory simple to read:
+ * redirect_dir=nofollow (renaming a directory that came from the host fails
+ * with EXDEV, and mv(1) falls back to copying), metacopy=off (copied-up
+ * files hold their data), index=off (copying up a file with several names
+ * breaks the link, as the command then sees it). The layers are named
+ * through /proc/self/fd so that no path needs overlayfs' escaping of ':'
+ * and ','; lower and upper are opened here, in the new mount namespace,
+ * where overlayfs accepts them.
+ */
+static int make_overlay(const struct ward__layer *l, bool user_ns, int *ret_fd,
+			struct ward_error *err)
+{
+	_cleanup_close_ int lower = -1, upper = -1, work = -1, fs = -1;
+	char lp[40], up[40], wp[40];
+	int fd;
+
+	lower = open(l->root, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	upper = open(l->upper, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	work = open(l->work, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (lower < 0 || upper < 0 || work < 0)
+		return ward__error(err, -errno, "layer", "cannot open the layer of '%s': %m",
+				   l->root);
+	snprintf(lp, sizeof(lp), "/proc/self/fd/%d", lower);
+	snprintf(up, sizeof(up), "/proc/self/fd/%d", upper);
+	snprintf(wp, sizeof(wp), "/proc/self/fd/%d", work);
+	fs = fsopen("overlay", FSOPEN_CLOEXEC);
+	if (fs < 0) {
+		ward__error(err, -errno, "layer", "cannot layer '%s': overlayfs: %m", l->root);
+		ward__error_hint(err,
+				 "--hold and recording need overlayfs in a user namespace "
+				 "(Linux 5.11 or later)");
+		return -EOPNOTSUPP;
+	}
+	if (fsconfig(fs, FSCONFIG_SET_STRING, "lowerdir", lp, 0) < 0 ||
+	    fsconfig(fs, FSCONFIG_SET_STRING, "upperdir", up, 0) < 0 ||
+	    fsconfig(fs, FSCONFIG_SET_STRING, "workdir", wp, 0) < 0 ||
+	    fsconfig(fs, FSCONFIG_SET_STRING, "redirect_dir", "nofollow", 0) < 0 ||
+	    fsconfig(fs, FSCONFIG_SET_STRING, "metacopy", "off", 0) < 0 ||
+	    fsconfig(fs, FSCONFIG_SET_STRING, "index", "off", 0) < 0 ||
+	    (user_ns && fsconfig(fs, FSCONFIG_SET_FLAG, "userxattr", NULL, 0) < 0) ||
+	    fsconfig(fs, FSCONFIG_CMD_CREATE, NULL, NULL, 0) < 0) {
+		ward__error(err, -errno, "layer", "cannot layer '%s': overlayfs refused: %m",
+			    l->root);
+		ward__error_hint(
+			err,
+			"the state directory must be on a filesystem with extended attributes (ext4, xfs, btrfs, tmpfs since Linux 6.6); set WARD_CHANGES_DIR elsewhere");
+		return -EOPNOTSUPP;
+	}
+	fd = fsmount(fs, FSMOUNT_CLOEXEC, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV);
+	if (fd < 0)
+		return ward__error(err, -errno, "layer", "cannot mount the layer of '%s': %m",
+				   l->root);
+	*ret_fd = fd;
+	return 0;
+}
+
+static const struct ward__layer *layer_of(const struct ward__layer *layers, size_t n,
+					  const char *root)
+{
+	for (size_t i = 0; i < n; i++)
+		if (strcmp(layers[i].root, root) == 0)
+			return &layers[i];
+	return NULL;
+}
+
+/*
+ * With layers, a root that has none must lie beneath a layered root on the
+ * same mount (the parent's overlay shows it, and holds its changes): it is
+ * then not attached at all. Anything else could write to the host past the
+ * layers: refused.
+ */
+static int covered_root(const struct ward_policy *p, const struct ward__layer *layers, size_t n,
+			size_t i, struct ward_error *err)
+{
+	const char *root = p->roots.v[i];
+	struct statx a, b;
+
+	for (size_t j = 0; j < n; j++) {
+		if (!ward__path_under(root, layers[j].root))
+			continue;
+		if (statx(AT_FDCWD, root, AT_NO_AUTOMOUNT, STATX_MNT_ID, &a) == 0 &&
+		    statx(AT_FDCWD, layers[j].root, AT_NO_AUTOMOUNT, STATX_MNT_ID, &b) == 0 &&
+		    (a.stx_mask & STATX_MNT_ID) && a.stx_mnt_id == b.stx_mnt_id)
+			return 0;
+	}
+	return ward__error(err, -EINVAL, "layer", "writable root '%s' has no layer", root);
+}
+
 static int setup_dev(int dev_fds[], const struct ward_policy *p, struct ward_error *err)
 {
 	int r;
@@ -128,7 +239,7 @@ static int setup_dev(int dev_fds[], const struct ward_policy *p, struct ward_err
 	 * nothing is ever created on the host to hide something. After they are
 	 * bound their names are removed from /dev; the mounts keep the inodes.
 	 */
-	if (p->n_deny > 0) {
+	if (p->n_deny > 0 || p->journal) {
 		int fd;
 
 		if (mkdir("/dev/.ward-mask-dir", 0000) < 0)
@@ -162,7 +273,22 @@ static int mask_deny(const struct ward_policy *p, struct ward_error *err)
 		if (r < 0)
 			return ward__error(err, r, "mount", "cannot hide '%s': %m", d->path);
 	}
-	if (p->n_deny > 0) {
+	/* ward's journal of changes: out of every sandbox's reach (src/policy/resolve.c). */
+	if (p->journal) {
+		_cleanup_close_ int fd = -1;
+
+		r = clone_tree("/dev/.ward-mask-dir", &fd);
+		if (r >= 0)
+			r = setattr_fd(fd, MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV,
+				       0);
+		if (r >= 0)
+			r = attach(fd, p->journal);
+		/* Beneath a deny-read path (masked already) it cannot be reached anyway. */
+		if (r < 0 && !ward__policy_deny_for(p, p->journal))
+			return ward__error(err, r, "mount", "cannot hide ward's journal '%s': %m",
+					   p->journal);
+	}
+	if (p->n_deny > 0 || p->journal) {
 		if (rmdir("/dev/.ward-mask-dir") < 0 || unlink("/dev/.ward-mask-file") < 0)
 			return ward__error(err, -errno, "mount",
 					   "cannot remove the deny-read mask names: %m");
@@ -215,9 +341,12 @@ static int mount_proc(struct ward_error *err)
 	return 0;
 }
 
-int ward__mounts_setup(const struct ward_policy *p, struct ward_error *err)
+int ward__mounts_setup(const struct ward_policy *p, const struct ward__layer *layers,
+		       size_t n_layers, bool user_ns, struct ward_error *err)
 {
 	int root_fds[WARD_POLICY_MAX_PATHS + 4];
+	int sub_fds[WARD_LAYER_MAX_SUBMOUNTS]; /* of all layers, in the order of the roots */
+	size_t n_sub = 0;
 	int dev_fds[ELEMENTSOF(dev_nodes)];
 	struct mount_attr ro = {
 		.attr_set = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV,
@@ -227,10 +356,15 @@ int ward__mounts_setup(const struct ward_policy *p, struct ward_error *err)
 
 	for (size_t i = 0; i < ELEMENTSOF(root_fds); i++)
 		root_fds[i] = -1;
+	for (size_t i = 0; i < ELEMENTSOF(sub_fds); i++)
+		sub_fds[i] = -1;
 	for (size_t i = 0; i < ELEMENTSOF(dev_fds); i++)
 		dev_fds[i] = -1;
 	if (n_roots > ELEMENTSOF(root_fds))
 		return ward__error(err, -E2BIG, "mount", "too many writable roots");
+	if (n_layers > 0 && p->mode == WARD_MODE_DANGER_FULL_ACCESS)
+		return ward__error(err, -EINVAL, "layer",
+				   "danger-full-access has no writable roots to layer");
 
 	/* Private: our mounts never reach the host, the host's never reach us. */
 	/* The first mount: failing here means the namespace has no capabilities (AppArmor's restriction). */
@@ -242,6 +376,7 @@ int ward__mounts_setup(const struct ward_policy *p, struct ward_error *err)
 		return mount_proc(err);
 
 	for (size_t i = 0; i < n_roots; i++) {
+		const struct ward__layer *l = layer_of(layers, n_layers, p->roots.v[i]);
 		struct statvfs sv;
 
 		/*
@@ -254,6 +389,38 @@ int ward__mounts_setup(const struct ward_policy *p, struct ward_error *err)
 					"writable root '%s' is on a read-only mount of the host",
 					p->roots.v[i]);
 			goto out;
+		}
+		if (n_layers > 0 && !l) {
+			r = covered_root(p, layers, n_layers, i, err);
+			if (r < 0)
+				goto out;
+			continue;
+		}
+		if (l) {
+			if (l->n_submounts > WARD_LAYER_MAX_SUBMOUNTS - n_sub) {
+				r = ward__error(err, -E2BIG, "layer",
+						"too many mounts beneath writable root '%s'",
+						l->root);
+				goto out;
+			}
+			/* Before the overlay: a submount's path is then still the host's. */
+			for (size_t k = 0; k < l->n_submounts; k++) {
+				r = clone_tree(l->submounts[k], &sub_fds[n_sub]);
+				if (r >= 0)
+					r = setattr_fd(sub_fds[n_sub++],
+						       MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID |
+							       MOUNT_ATTR_NODEV,
+						       0);
+				if (r < 0) {
+					ward__error(err, r, "layer", "cannot clone mount '%s': %m",
+						    l->submounts[k]);
+					goto out;
+				}
+			}
+			r = make_overlay(l, user_ns, &root_fds[i], err);
+			if (r < 0)
+				goto out;
+			continue;
 		}
 		r = clone_tree(p->roots.v[i], &root_fds[i]);
 		if (r < 0) {
@@ -292,12 +459,25 @@ int ward__mounts_setup(const struct ward_policy *p, struct ward_error *err)
 		goto out;
 	}
 
+	n_sub = 0;
 	for (size_t i = 0; i < n_roots; i++) {
+		const struct ward__layer *l = layer_of(layers, n_layers, p->roots.v[i]);
+
+		if (root_fds[i] < 0)
+			continue; /* beneath a layered root, which shows it */
 		r = attach(root_fds[i], p->roots.v[i]);
 		if (r < 0) {
 			ward__error(err, r, "mount", "cannot bind writable root '%s': %m",
 				    p->roots.v[i]);
 			goto out;
+		}
+		for (size_t k = 0; l && k < l->n_submounts; k++) {
+			r = attach(sub_fds[n_sub++], l->submounts[k]);
+			if (r < 0) {
+				ward__error(err, r, "layer", "cannot bind mount '%s' read-only: %m",
+					    l->submounts[k]);
+				goto out;
+			}
 		}
 	}
 
@@ -332,6 +512,9 @@ out:
 	for (size_t i = 0; i < ELEMENTSOF(root_fds); i++)
 		if (root_fds[i] >= 0)
 			close(root_fds[i]);
+	for (size_t i = 0; i < ELEMENTSOF(sub_fds); i++)
+		if (sub_fds[i] >= 0)
+			close(sub_fds[i]);
 	for (size_t i = 0; i < ELEMENTSOF(dev_fds); i++)
 		if (dev_fds[i] >= 0)
 			close(dev_fds[i]);

@@ -46,7 +46,8 @@ int ward__sandbox_prepare(const struct ward__spawn_opts *o, struct ward__sandbox
 	ward__sandbox_reset(sb);
 	if (!p || !p->resolved)
 		return ward__error(err, -EINVAL, "policy", "the policy was not resolved");
-	if (p->mode == WARD_MODE_DANGER_FULL_ACCESS || o->n_keep_fds > 0)
+	/* Layers belong to one run, made for it: never prepared ahead. */
+	if (p->mode == WARD_MODE_DANGER_FULL_ACCESS || o->n_keep_fds > 0 || o->n_layers > 0)
 		return -EOPNOTSUPP;
 	/*
 	 * The isolation the cold path found on this host; never the fallback,

@@ -368,6 +368,8 @@ WARD_INTERNAL void ward__supervisor_release(struct ward__supervisor *s);
 /* ------------------------------------------------------------ spawning (spawn.c, child.c, init.c) */
 
 #define WARD_MAX_KEEP_FDS 64
+
+struct ward__layer; /* a copy-on-write layer over a writable root (below) */
 #define WARD_MAX_DENIALS 256 /* per run; more are counted, not kept */
 /*
  * Bytes of the denials' targets kept per run (more are counted, not kept): a
@@ -426,6 +428,14 @@ struct ward__spawn_opts {
 	 * sets it.
 	 */
 	int net_fd;
+	/*
+	 * Copy-on-write layers over the writable roots (review and undo,
+	 * src/changes): the command's changes go to each layer's upper
+	 * directory, not to the host. With layers the sandbox must have a
+	 * mount namespace: spawn refuses the fallback (-EOPNOTSUPP).
+	 */
+	const struct ward__layer *layers;
+	size_t n_layers;
 };
 
 struct ward__denial {
@@ -634,8 +644,39 @@ WARD_INTERNAL int ward__netns_setup(int net_fd, struct ward_error *err);
 /* In its mount namespace, after the mount view: /etc/resolv.conf names the stub. */
 WARD_INTERNAL int ward__netns_resolv_conf(struct ward_error *err);
 
-/* mounts.c: builds the mount view in the child (new mount namespace). */
-WARD_INTERNAL int ward__mounts_setup(const struct ward_policy *p, struct ward_error *err);
+/* ------------------------------------------------------------ the mount view (mounts.c) */
+
+/*
+ * A copy-on-write layer over one writable root: an overlayfs mount whose
+ * lower layer is the root as the host has it and whose upper layer is a
+ * directory of ward's own (src/changes makes it and reads it once the
+ * sandbox is gone). The command sees its own writes; the host sees none.
+ *
+ * The overlay is mounted with redirect_dir=nofollow, metacopy=off and
+ * index=off (and userxattr in a user namespace), so that the upper directory
+ * holds only what src/changes knows how to read: whole copied-up files,
+ * whiteouts (character devices 0/0) and opaque directories. Mount points
+ * beneath the root (submounts) are not part of an overlay's lower layer:
+ * each is bound read-only over the layer at its own path.
+ */
+struct ward__layer {
+	const char *root; /* canonical: one of the policy's resolved roots */
+	const char *upper; /* absolute path of an empty directory ward owns */
+	const char *work; /* an empty directory on the same filesystem as upper */
+	char *const *submounts; /* mount points strictly beneath root, parents first */
+	size_t n_submounts;
+};
+#define WARD_LAYER_MAX_SUBMOUNTS 64
+
+/*
+ * Builds the mount view in the child (new mount namespace). With layers,
+ * every writable root is either layered or lies beneath a layered root on
+ * the same mount (then the parent's overlay covers it); anything else is
+ * refused, so that no write can reach the host past a layer. user_ns: the
+ * overlay's extended attributes are user.overlay.* (an unprivileged mount).
+ */
+WARD_INTERNAL int ward__mounts_setup(const struct ward_policy *p, const struct ward__layer *layers,
+				     size_t n_layers, bool user_ns, struct ward_error *err);
 
 /*
  * init.c: the PID 1 loop. Never returns. hold_fd (or -1): a descriptor init

@@ -316,6 +316,11 @@ int ward__sandbox_spawn(const struct ward__spawn_opts *o, struct ward__sandbox *
 	if (!o->argv || !o->argv[0])
 		return ward__error(err, -EINVAL, "spawn", "no command given");
 	danger = p->mode == WARD_MODE_DANGER_FULL_ACCESS;
+	if (danger && o->n_layers > 0)
+		return ward__error(
+			err, -EINVAL, "layer",
+			"danger-full-access runs without a sandbox: its changes cannot be "
+			"held or recorded");
 	if (danger)
 		return spawn_attempt(o, sb, WARD_ISOLATION_NONE, 0, false, err);
 	/*
@@ -374,6 +379,16 @@ int ward__sandbox_spawn(const struct ward__spawn_opts *o, struct ward__sandbox *
 		ward__error(
 			err, -EOPNOTSUPP, "network",
 			"--allow-domain and --deny-domain need a network namespace, and user namespaces are unavailable (%s)",
+			f->userns_why[0] ? f->userns_why : "refused by this host");
+		ward__error_hint(
+			err, "run 'ward doctor' for what this host refuses and how to allow it");
+		return -EOPNOTSUPP;
+	}
+	/* A layer is a mount: without a mount namespace the command would write to the host. */
+	if (o->n_layers > 0) {
+		ward__error(
+			err, -EOPNOTSUPP, "layer",
+			"holding or recording changes needs a mount namespace, and user namespaces are unavailable (%s)",
 			f->userns_why[0] ? f->userns_why : "refused by this host");
 		ward__error_hint(
 			err, "run 'ward doctor' for what this host refuses and how to allow it");
