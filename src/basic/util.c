@@ -521,3 +521,24 @@ int ward__home_dir(char **ret_home)
 	*ret_home = s;
 	return 0;
 }
+
+char *ward__changes_dir_path(void)
+{
+	const char *d = getenv("WARD_CHANGES_DIR"), *x = getenv("XDG_STATE_HOME");
+	char *home = NULL, *r;
+
+	if (d && d[0] == '/')
+		return ward__path_absolute(d);
+	if (x && x[0] == '/') {
+		char *abs = ward__path_absolute(x);
+
+		r = abs ? ward__path_join(abs, "ward/changes") : NULL;
+		free(abs);
+		return r;
+	}
+	if (ward__home_dir(&home) < 0)
+		return NULL;
+	r = ward__path_join(home, ".local/state/ward/changes");
+	free(home);
+	return r;
+}

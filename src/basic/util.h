@@ -90,3 +90,9 @@ WARD_INTERNAL uint64_t ward__now_ns(void);
 
 /* The user's home directory ($HOME, else the password file). malloc()ed, -ENOENT. */
 WARD_INTERNAL int ward__home_dir(char **ret_home);
+/*
+ * Where ward's journal of changes lives (src/changes): $WARD_CHANGES_DIR,
+ * else $XDG_STATE_HOME/ward/changes, else ~/.local/state/ward/changes.
+ * malloc()ed and absolute (not resolved), NULL without a home.
+ */
+WARD_INTERNAL char *ward__changes_dir_path(void);

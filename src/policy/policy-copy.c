@@ -88,6 +88,7 @@ int ward__policy_dup_resolved(const struct ward_policy *src, struct ward_policy 
 	p->network = src->network;
 	p->resolved_cwd = dup_or_null(src->resolved_cwd, &failed);
 	p->home = dup_or_null(src->home, &failed);
+	p->journal = dup_or_null(src->journal, &failed);
 	r = strv_copy(&p->roots, &src->roots);
 	if (r >= 0)
 		r = strv_copy(&p->unprotected, &src->unprotected);
@@ -225,6 +226,8 @@ int ward__policy_fingerprint(const struct ward_policy *p, struct ward__buf *b)
 		if (r >= 0)
 			r = fp_identity(b, p->deny[i].path);
 	}
+	if (r >= 0)
+		r = fp_str(b, p->journal);
 	if (r >= 0)
 		r = fp_u64(b, p->n_sockets);
 	for (size_t i = 0; r >= 0 && i < p->n_sockets; i++) {

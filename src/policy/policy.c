@@ -128,6 +128,8 @@ void ward__policy_clear_resolved(struct ward_policy *p)
 	free(p->deny);
 	p->deny = NULL;
 	p->n_deny = 0;
+	free(p->journal);
+	p->journal = NULL;
 	for (size_t i = 0; i < p->n_sockets; i++)
 		free(p->sockets[i].path);
 	free(p->sockets);

@@ -143,6 +143,13 @@ struct ward_policy {
 	size_t n_protected;
 	struct ward__deny *deny;
 	size_t n_deny;
+	/*
+	 * ward's journal of changes (src/changes), canonical: masked in every
+	 * sandbox like a deny-read directory, so that no command reads a
+	 * before-image or plants a record; kept apart from deny so that it does
+	 * not make the supervisor observe every open. NULL: none to hide.
+	 */
+	char *journal;
 	struct ward__unix_socket *sockets;
 	size_t n_sockets;
 	struct ward__strv

@@ -367,6 +367,38 @@ static int add_root(struct ward_policy *p, const char *path, bool must_exist, co
 	return ward__strv_push(&p->roots, canon);
 }
 
+/*
+ * ward's journal of changes (src/changes) keeps the files runs replaced and
+ * the records that undo acts on: no sandbox may read or write it. Where it
+ * exists it is masked; where it does not yet but a writable root holds its
+ * place, it is made now (0700), so that a command cannot plant one there
+ * for a later `ward undo` to act on.
+ */
+static int hide_journal(struct ward_policy *p)
+{
+	_cleanup_free_ char *path = ward__changes_dir_path();
+	char canon[PATH_MAX];
+	struct stat st;
+	bool inside = false;
+
+	if (!path)
+		return 0;
+	for (size_t i = 0; i < p->roots.n && !inside; i++)
+		inside = ward__path_under(path, p->roots.v[i]) ||
+			(realpath(p->roots.v[i], canon) && ward__path_under(path, canon));
+	if (stat(path, &st) < 0 && inside)
+		(void)ward__mkdir_parents(path, 0700);
+	if (!realpath(path, canon) || stat(canon, &st) < 0 || !S_ISDIR(st.st_mode) ||
+	    strcmp(canon, "/") == 0)
+		return 0;
+	/* A journal that holds a writable root (a misconfiguration) would hide the root. */
+	for (size_t i = 0; i < p->roots.n; i++)
+		if (ward__path_under(p->roots.v[i], canon))
+			return 0;
+	p->journal = strdup(canon);
+	return p->journal ? 0 : -ENOMEM;
+}
+
 static int resolve(struct ward_policy *p, struct ward_error *err)
 {
 	_cleanup_(ward__strv_release) struct ward__strv named = {0};
@@ -460,6 +492,12 @@ static int resolve(struct ward_policy *p, struct ward_error *err)
 		if (!p->deny[p->n_deny].path)
 			return -ENOMEM;
 		p->deny[p->n_deny++].is_dir = S_ISDIR(st.st_mode);
+	}
+
+	if (p->mode != WARD_MODE_DANGER_FULL_ACCESS) {
+		r = hide_journal(p);
+		if (r < 0)
+			return r;
 	}
 
 	p->sockets = calloc(p->unix_sockets.n + 1, sizeof(*p->sockets));
