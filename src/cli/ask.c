@@ -345,3 +345,90 @@ int cli_ask_tty(void *userdata, const struct ward_approval_question *q,
 	*ret_decision = (enum ward_review_decision)d;
 	return 0;
 }
+
+int cli_ask_key(const char *prompt, const char *keys, char *ret_key)
+{
+	_cleanup_close_ int fd = -1, sfd = -1;
+	_cleanup_fclose_ FILE *f = NULL;
+	struct termios saved, raw;
+	sigset_t stop, old;
+	int sig = 0, r = -EIO;
+
+	fd = open("/dev/tty", O_RDWR | O_CLOEXEC | O_NOCTTY);
+	if (fd < 0 || tcgetattr(fd, &saved) < 0)
+		return -ENOTTY;
+	f = fdopen(dup(fd), "w");
+	if (!f)
+		return -ENOTTY;
+	sigemptyset(&stop);
+	sigaddset(&stop, SIGINT);
+	sigaddset(&stop, SIGTERM);
+	sigaddset(&stop, SIGHUP);
+	sigaddset(&stop, SIGQUIT);
+	sigprocmask(SIG_BLOCK, &stop, &old);
+	sfd = signalfd(-1, &stop, SFD_CLOEXEC | SFD_NONBLOCK);
+	raw = saved;
+	raw.c_lflag &= ~(tcflag_t)(ICANON | ECHO | ISIG | IEXTEN);
+	raw.c_iflag &= ~(tcflag_t)(IXON | ICRNL);
+	raw.c_cc[VMIN] = 1;
+	raw.c_cc[VTIME] = 0;
+	/* TCSAFLUSH: what was typed before the question cannot answer it. */
+	if (tcsetattr(fd, TCSAFLUSH, &raw) < 0) {
+		sigprocmask(SIG_SETMASK, &old, NULL);
+		return -ENOTTY;
+	}
+	fputs(prompt, f);
+	fflush(f);
+	while (r == -EIO && !sig) {
+		struct pollfd p[2] = {{.fd = fd, .events = POLLIN}, {.fd = sfd, .events = POLLIN}};
+		unsigned char c;
+		ssize_t n;
+
+		if (poll(p, sfd >= 0 ? 2 : 1, -1) < 0) {
+			if (errno == EINTR)
+				continue;
+			break;
+		}
+		if (sfd >= 0 && (p[1].revents & POLLIN)) {
+			struct signalfd_siginfo si;
+
+			if (read(sfd, &si, sizeof(si)) == sizeof(si))
+				sig = (int)si.ssi_signo;
+			continue;
+		}
+		if (!(p[0].revents & (POLLIN | POLLHUP | POLLERR)))
+			continue;
+		n = read(fd, &c, 1);
+		if (n < 0 && (errno == EINTR || errno == EAGAIN))
+			continue;
+		if (n <= 0)
+			break;
+		if (c == 0x03 || c == 0x04) {
+			r = -ECANCELED;
+			break;
+		}
+		if (c >= 'A' && c <= 'Z')
+			c = (unsigned char)(c - 'A' + 'a');
+		if (c && strchr(keys, c)) {
+			*ret_key = (char)c;
+			r = 0;
+			break;
+		}
+		fputc('\a', f);
+		fflush(f);
+	}
+	tcsetattr(fd, TCSAFLUSH, &saved);
+	if (sig) {
+		fputs("\n", f);
+		fclose(TAKE_PTR(f));
+		signal(sig, SIG_DFL);
+		sigprocmask(SIG_SETMASK, &old, NULL);
+		kill(getpid(), sig);
+		sigprocmask(SIG_UNBLOCK, &stop, NULL);
+		raise(sig);
+		_exit(128 + sig);
+	}
+	sigprocmask(SIG_SETMASK, &old, NULL);
+	fprintf(f, "%c\n", r == 0 ? *ret_key : ' ');
+	return r;
+}

@@ -27,3 +27,12 @@ int cli_ask_tty(void *userdata, const struct ward_approval_question *q,
  * at most max bytes of s are shown, then "...". malloc()ed, NULL on ENOMEM.
  */
 char *cli_sanitize(const char *s, size_t max);
+
+/*
+ * One key from the person on the controlling terminal (raw mode, pending
+ * input flushed first): prompt is shown (the caller made it safe to print),
+ * a key of keys (lowercase; an uppercase key counts as its lowercase) is
+ * returned in *ret_key. -ENOTTY without a terminal, -ECANCELED for Ctrl-C
+ * or Ctrl-D, -EIO when reading failed.
+ */
+int cli_ask_key(const char *prompt, const char *keys, char *ret_key);

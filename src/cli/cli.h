@@ -60,6 +60,21 @@ struct cli_run_args {
 	 * network by domain asks (netask.c); NULL otherwise.
 	 */
 	struct ward_approver *approver;
+	/* Review and undo (run-changes.c): --hold[=ask|apply|discard], --record, --keep-ignored. */
+	int hold; /* CLI_HOLD_* */
+	bool record;
+	bool keep_ignored;
+	/* While a held or recorded run runs: its layers, for the sandbox (run-plain.c, run-json.c). */
+	const struct ward__layer *layers;
+	size_t n_layers;
+};
+
+enum {
+	CLI_HOLD_NONE = 0,
+	CLI_HOLD_ASK = 1, /* a person decides on the terminal; without one the changes stay held */
+	CLI_HOLD_APPLY = 2,
+	CLI_HOLD_DISCARD = 3,
+	CLI_HOLD_KEEP = 4, /* held, decided later (ward changes apply|discard) */
 };
 
 /*
@@ -176,3 +191,8 @@ int cli_mcp(int argc, char **argv);
 int cli_serve(int argc, char **argv);
 /* The --json branch of `ward run` (run-json.c): returns ward's exit status. */
 int cli_run_json(struct cli_run_args *a);
+/* `ward run --hold` and `--record` (run-changes.c): returns ward's exit status. */
+int cli_run_changes(struct cli_run_args *a);
+/* `ward changes` and `ward undo` (changes.c). */
+int cli_changes(int argc, char **argv);
+int cli_undo(int argc, char **argv);

@@ -16,6 +16,8 @@ static const char main_help[] =
 	"  policy show [OPTIONS]             print the resolved policy and this host's enforcement\n"
 	"  policy check [OPTIONS] -- CMD...  match CMD against command rules (as codex execpolicy check)\n"
 	"  policy allow -- PREFIX...         always allow commands starting with PREFIX\n"
+	"  changes [RUN]                     list held and recorded runs, show, apply, discard\n"
+	"  undo [RUN]                        take back what a run changed (see 'ward undo --help')\n"
 	"  audit [--json] [-n N]             show the approval audit log\n"
 	"  doctor [--json]                   report the kernel features and the guarantees given here\n"
 	"  mcp [OPTIONS]                     serve MCP tools on stdio (see 'ward mcp --help')\n"
@@ -70,6 +72,10 @@ int main(int argc, char **argv)
 		return cli_exec_serve(argc - 1, argv + 1);
 	if (strcmp(argv[1], "audit") == 0)
 		return cli_audit(argc - 1, argv + 1);
+	if (strcmp(argv[1], "changes") == 0)
+		return cli_changes(argc - 1, argv + 1);
+	if (strcmp(argv[1], "undo") == 0)
+		return cli_undo(argc - 1, argv + 1);
 	if (strcmp(argv[1], "help") == 0 || strcmp(argv[1], "--help") == 0 ||
 	    strcmp(argv[1], "-h") == 0) {
 		fputs(main_help, stdout);

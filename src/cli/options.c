@@ -85,6 +85,10 @@ enum {
 	OPT_PREFIX_RULE,
 	OPT_ADDITIONAL_WRITABLE,
 	OPT_ADDITIONAL_NETWORK,
+	/* Review and undo (run-changes.c). */
+	OPT_HOLD,
+	OPT_RECORD,
+	OPT_KEEP_IGNORED,
 };
 
 static const struct option run_options[] = {
@@ -128,6 +132,9 @@ static const struct option run_options[] = {
 	{"prefix-rule", required_argument, NULL, OPT_PREFIX_RULE},
 	{"additional-writable", required_argument, NULL, OPT_ADDITIONAL_WRITABLE},
 	{"additional-network", no_argument, NULL, OPT_ADDITIONAL_NETWORK},
+	{"hold", optional_argument, NULL, OPT_HOLD},
+	{"record", no_argument, NULL, OPT_RECORD},
+	{"keep-ignored", no_argument, NULL, OPT_KEEP_IGNORED},
 	{0},
 };
 
@@ -445,6 +452,27 @@ static int parse_args(int argc, char **argv, const char *verb, bool allow_run_op
 							       : "ask-for-approval",
 						optarg) < 0)
 				return -1;
+			break;
+		case OPT_HOLD:
+			if (!optarg || strcmp(optarg, "ask") == 0)
+				a->hold = CLI_HOLD_ASK;
+			else if (strcmp(optarg, "apply") == 0)
+				a->hold = CLI_HOLD_APPLY;
+			else if (strcmp(optarg, "discard") == 0)
+				a->hold = CLI_HOLD_DISCARD;
+			else if (strcmp(optarg, "keep") == 0)
+				a->hold = CLI_HOLD_KEEP;
+			else {
+				cli_errorf("run: --hold='%s': expected ask, apply, discard or keep",
+					   optarg);
+				return -1;
+			}
+			break;
+		case OPT_RECORD:
+			a->record = true;
+			break;
+		case OPT_KEEP_IGNORED:
+			a->keep_ignored = true;
 			break;
 		case 'h':
 			a->help = true;

@@ -71,7 +71,9 @@ int cli_run_capture(struct cli_run_args *a, struct ward_policy *policy,
 	 * With approvals a retry may follow; the first run's init, told that its
 	 * run is over, ends on its own meanwhile (a zombie until ward exits).
 	 */
-	ward__run_options_set_caller_exits(a->opts, true);
+	ward__run_options_set_caller_exits(a->opts, a->n_layers == 0);
+	a->opts->layers = a->layers;
+	a->opts->n_layers = a->n_layers;
 	/* Under approvals the network by domain asks the approver (netask.c). */
 	if (a->approver) {
 		cli_netask_hooks(&netask, &net_hooks);

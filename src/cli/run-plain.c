@@ -207,6 +207,8 @@ int cli_run_plain(struct cli_run_args *a, struct ward_policy *policy, struct cli
 		return WARD_EXIT_FAILURE;
 	}
 	so.envp = envp;
+	so.layers = a->layers;
+	so.n_layers = a->n_layers;
 	so.stdio[0] = so.stdio[1] = so.stdio[2] = -1;
 	memcpy(so.keep_fds, a->keep_fds, sizeof(a->keep_fds[0]) * a->n_keep_fds);
 	so.n_keep_fds = a->n_keep_fds;
@@ -382,9 +384,10 @@ int cli_run_plain(struct cli_run_args *a, struct ward_policy *policy, struct cli
 	 * ward exits next. init, alone in the sandbox by now, is not waited for:
 	 * its end (the kernel's teardown of its inotify watches and namespaces)
 	 * takes tens of milliseconds here. It dies with ward (parent-death signal)
-	 * and is reaped by the host's init or the nearest subreaper.
+	 * and is reaped by the host's init or the nearest subreaper. With layers
+	 * it is reaped: its end unmounts the overlay, which the scan waits for.
 	 */
-	if (sb.have_status)
+	if (sb.have_status && a->n_layers == 0)
 		ward__sandbox_release_exiting(&sb);
 	else
 		ward__sandbox_release(&sb);

@@ -48,6 +48,17 @@ static const char run_help[] =
 	"      --env-exclude PATTERN    drop variables matching PATTERN (alias --env-unset)\n"
 	"      --env-include-only PATTERN  keep only variables matching PATTERN (repeatable)\n"
 	"      --env-default-excludes   also drop *KEY*, *SECRET*, *TOKEN*\n"
+	"\n"
+	"Review and undo (docs/changes.md):\n"
+	"      --hold[=ask|apply|discard|keep]\n"
+	"                               keep the command's changes off the writable roots\n"
+	"                               until decided: on a terminal ask (apply, discard,\n"
+	"                               view the diff); apply, discard or keep them held\n"
+	"                               ('ward changes apply|discard RUN') without asking\n"
+	"      --record                 apply the changes when the command ends and keep\n"
+	"                               what they replaced, for 'ward undo'\n"
+	"      --keep-ignored           also keep what changes replace in ignored or\n"
+	"                               generated trees (node_modules, build, ...)\n"
 	"  -h, --help                   show this help\n"
 	"      --version                show the version\n"
 	"\n"
@@ -96,7 +107,9 @@ int cli_run(int argc, char **argv)
 		cli_run_args_release(&a);
 		return WARD_EXIT_FAILURE;
 	}
-	if (a.approvals)
+	if (a.hold || a.record)
+		code = cli_run_changes(&a);
+	else if (a.approvals)
 		code = cli_run_approved(&a);
 	else
 		code = a.json ? cli_run_json(&a) : cli_run_plain(&a, a.policy, NULL);

@@ -453,7 +453,7 @@ static void run_release(struct run *run)
 {
 	ward__netproxy_free(run->net);
 	run->net = NULL;
-	if (run->spawned && run->o->caller_exits && run->sb.have_status)
+	if (run->spawned && run->o->caller_exits && run->sb.have_status && run->o->n_layers == 0)
 		ward__sandbox_release_exiting(&run->sb);
 	else if (run->spawned)
 		ward__sandbox_release(&run->sb);
@@ -859,6 +859,8 @@ WARD_PUBLIC int ward_run(const struct ward_policy *policy, const struct ward_run
 
 	so.policy = policy;
 	so.argv = opts->argv;
+	so.layers = opts->layers;
+	so.n_layers = opts->n_layers;
 	so.envp = envp;
 	for (size_t i = 0; i < 3; i++)
 		so.stdio[i] = child_stdio[i];
@@ -928,7 +930,7 @@ WARD_PUBLIC int ward_run(const struct ward_policy *policy, const struct ward_run
 	 * this matters when it did not). A caller about to exit leaves the
 	 * lingering init to the parent-death signal (see caller_exits).
 	 */
-	if (!run.sb.have_status || !run.o->caller_exits)
+	if (!run.sb.have_status || !run.o->caller_exits || run.o->n_layers > 0)
 		ward__sandbox_kill(&run.sb);
 	r = ward__sandbox_wait(&run.sb, &code);
 	if (r < 0) {

@@ -95,6 +95,13 @@ struct ward_run_options {
 	 */
 	const struct ward_net_hooks *net_hooks;
 	bool net_ask;
+	/*
+	 * Internal: copy-on-write layers over the writable roots (src/changes):
+	 * the run's changes stay off the host; init is reaped at the end (its
+	 * end unmounts the layers), whatever caller_exits says.
+	 */
+	const struct ward__layer *layers;
+	size_t n_layers;
 };
 
 /* Internal: see caller_exits. */
