@@ -32,6 +32,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -447,8 +448,27 @@ static void commit(struct ctx *x)
 	}
 }
 
-/* Removes the layer's directories left empty (bottom up); the rest are before-images. */
-static void prune_empty(int at, const char *name, unsigned depth)
+/* Whether rel (under root) is an entry's before-image kept in the layer. */
+static bool is_image(const struct ward__changes_run *run, unsigned root, const char *rel)
+{
+	for (size_t i = 0; i < run->n; i++) {
+		const struct ward__change *c = &run->v[i];
+
+		if (c->root == root && c->state == WARD_CS_APPLIED &&
+		    (c->kind == WARD_CHANGE_DELETE || c->kind == WARD_CHANGE_REPLACE) &&
+		    c->unkept == WARD_UNKEPT_NONE && strcmp(c->path, rel) == 0)
+			return true;
+	}
+	return false;
+}
+
+/*
+ * Removes the layer's directories the apply left empty (bottom up): the
+ * merged directories' skeleton. A before-image (an empty directory the run
+ * removed, too) stays.
+ */
+static void prune_empty(const struct ward__changes_run *run, unsigned root, int at,
+			const char *name, const char *rel, unsigned depth)
 {
 	_cleanup_close_ int fd = -1;
 	char **names = NULL;
@@ -482,8 +502,14 @@ static void prune_empty(int at, const char *name, unsigned depth)
 			n++;
 	}
 	for (size_t i = 0; i < n; i++) {
-		prune_empty(dirfd(d), names[i], depth + 1);
-		(void)unlinkat(dirfd(d), names[i], AT_REMOVEDIR);
+		char sub[PATH_MAX];
+
+		if ((size_t)snprintf(sub, sizeof(sub), "%s%s%s", rel, rel[0] ? "/" : "",
+				     names[i]) < sizeof(sub) &&
+		    !is_image(run, root, sub)) {
+			prune_empty(run, root, dirfd(d), names[i], sub, depth + 1);
+			(void)unlinkat(dirfd(d), names[i], AT_REMOVEDIR);
+		}
 		free(names[i]);
 	}
 	free(names);
@@ -499,14 +525,35 @@ static int save_state(struct ctx *x, enum ward__run_state s, bool commit_pending
 	return ward__journal_save(x->run, x->err);
 }
 
+/*
+ * For the tests of an apply or undo ward is killed in (tests/integration/
+ * test-changes.sh): WARD_CHANGES_TEST_KILL_AFTER=N makes ward SIGKILL itself
+ * after N switched entries, as a person's kill -9 would at that instant.
+ */
+static void test_kill_point(size_t *count)
+{
+	static long after = -2;
+
+	if (after == -2) {
+		const char *v = getenv("WARD_CHANGES_TEST_KILL_AFTER");
+
+		after = v ? strtol(v, NULL, 10) : -1;
+	}
+	if (after >= 0 && (long)++*count > after)
+		raise(SIGKILL);
+}
+
 static int do_switch(struct ctx *x, size_t *ret_failed)
 {
+	size_t count = 0;
+
 	for (int phase = 0; phase <= 2; phase++)
 		for (size_t i = 0; i < x->run->n; i++) {
 			int r;
 
 			if (!x->take[i] || x->done[i] || phase_of(&x->run->v[i]) != phase)
 				continue;
+			test_kill_point(&count);
 			r = flip(x, i, true);
 			if (r < 0) {
 				*ret_failed = i;
@@ -692,7 +739,7 @@ int ward__changes_apply(struct ward__changes_run *run, enum ward__side side,
 		*(char *)slash = '\0';
 		fd = open(upper, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 		if (fd >= 0)
-			prune_empty(fd, "upper", 0);
+			prune_empty(run, (unsigned)i, fd, "upper", "", 0);
 	}
 	for (size_t i = 0; i < run->n; i++)
 		if (run->v[i].state == WARD_CS_APPLIED && run->v[i].unkept != WARD_UNKEPT_NONE)

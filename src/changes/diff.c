@@ -111,11 +111,12 @@ static int place(struct view *v, int sdir, const char *sname, int root, const ch
 static void view_path(const struct ward__changes_run *run, const struct ward__change *c, char *out,
 		      size_t size)
 {
-	size_t layered = 0;
+	bool several = false;
 
-	for (size_t i = 0; i < run->n_roots; i++)
-		layered += run->roots[i].layered;
-	if (layered > 1)
+	/* Paths as the run's root has them, unless the changes span several roots. */
+	for (size_t i = 0; i < run->n && !several; i++)
+		several = run->v[i].root != c->root;
+	if (several)
 		snprintf(out, size, "%s/%s", run->roots[c->root].path + 1, c->path);
 	else
 		snprintf(out, size, "%s", c->path);

@@ -229,7 +229,15 @@ static int journal_lock(struct ward__changes_cfg *cfg, int *ret_fd, struct ward_
 	return 0;
 }
 
-static int write_whole(const char *dir, const char *name, const void *data, size_t len)
+/*
+ * Writes a file whole: a temporary file renamed over it, so that a reader
+ * (or a crash) sees the old or the new one, never half. durable: fsync'd,
+ * file and directory, before returning (the records an interrupted apply or
+ * undo is finished from); else the page cache is enough (a killed ward
+ * loses nothing the kernel has).
+ */
+static int write_whole(const char *dir, const char *name, const void *data, size_t len,
+		       bool durable)
 {
 	_cleanup_free_ char *tmp = NULL, *path = NULL;
 	_cleanup_close_ int fd = -1, dfd = -1;
@@ -239,7 +247,7 @@ static int write_whole(const char *dir, const char *name, const void *data, size
 	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (fd < 0)
 		return -errno;
-	if (ward__write_all(fd, data, len) < 0 || fsync(fd) < 0) {
+	if (ward__write_all(fd, data, len) < 0 || (durable && fsync(fd) < 0)) {
 		int r = -errno;
 
 		unlink(tmp);
@@ -251,6 +259,8 @@ static int write_whole(const char *dir, const char *name, const void *data, size
 		unlink(tmp);
 		return r;
 	}
+	if (!durable)
+		return 0;
 	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (dfd >= 0)
 		(void)fsync(dfd);
@@ -282,7 +292,8 @@ static uint64_t next_id(struct ward__changes_cfg *cfg)
 	}
 	v++;
 	n = snprintf(buf, sizeof(buf), "%" PRIu64 "\n", v);
-	if (write_whole(cfg->dir, "seq", buf, (size_t)n) < 0)
+	/* Not durable: after a crash a lower counter only makes the creator try the next. */
+	if (write_whole(cfg->dir, "seq", buf, (size_t)n, false) < 0)
 		return 0;
 	return v;
 }
@@ -295,8 +306,10 @@ int ward__journal_save(struct ward__changes_run *run, struct ward_error *err)
 	r = ward__buf_init(&b, WARD_CHANGES_MAX_RECORD);
 	if (r >= 0)
 		r = ward__record_write(run, &b);
+	/* What a stopped apply or undo is finished from, and their outcome, must survive a crash. */
 	if (r >= 0)
-		r = write_whole(run->dir, "record", b.data, b.len);
+		r = write_whole(run->dir, "record", b.data, b.len,
+				run->state != WARD_RS_RUNNING && run->state != WARD_RS_HELD);
 	ward__buf_release(&b);
 	if (r < 0)
 		return ward__error(err, r, "changes",
@@ -350,17 +363,22 @@ int ward__journal_create(struct ward__changes_cfg *cfg, enum ward__run_mode mode
 	r = journal_lock(cfg, &jlock, err);
 	if (r < 0)
 		return r;
-	id = next_id(cfg);
-	if (id == 0)
-		return ward__error(err, -EIO, "changes", "cannot number a new run in '%s'",
-				   cfg->dir);
-	run = run_new(cfg, id);
-	if (!run)
-		return ward__error(err, -ENOMEM, "changes", "out of memory");
-	if (mkdir(run->dir, 0700) < 0) {
-		r = ward__error(err, -errno, "changes", "cannot create '%s': %m", run->dir);
+	for (int tries = 0;; tries++) {
+		id = next_id(cfg);
+		if (id == 0)
+			return ward__error(err, -EIO, "changes", "cannot number a new run in '%s'",
+					   cfg->dir);
+		run = run_new(cfg, id);
+		if (!run)
+			return ward__error(err, -ENOMEM, "changes", "out of memory");
+		if (mkdir(run->dir, 0700) == 0)
+			break;
+		r = -errno;
 		ward__changes_run_free(run);
-		return r;
+		/* A counter behind the journal (lost in a crash): the next number. */
+		if (r != -EEXIST || tries >= 64)
+			return ward__error(err, r, "changes", "cannot create run %" PRIu64 " in '%s': %m",
+					   id, cfg->dir);
 	}
 	lock = ward__path_join(run->dir, "lock");
 	r = lock ? lock_file(lock, false, &run->lock_fd) : -ENOMEM;

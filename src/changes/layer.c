@@ -261,6 +261,17 @@ int ward__changes_begin(struct ward__changes_cfg *cfg, const struct ward_policy 
 				    paths[0]);
 			goto fail;
 		}
+		/*
+		 * The root of a merged directory shows the upper directory's mode and
+		 * times: the layer's root takes the root's, so that the command sees
+		 * its workspace as the host has it (not ward's 0700).
+		 */
+		if (stat(rt->path, &st) == 0) {
+			struct timespec ts[2] = {st.st_atim, st.st_mtim};
+
+			(void)chmod(paths[0], st.st_mode & 07777);
+			(void)utimensat(AT_FDCWD, paths[0], ts, 0);
+		}
 		if (stat(paths[0], &st) == 0 && (uint64_t)st.st_dev != rt->dev) {
 			r = ward__changes_run_note(
 				run,

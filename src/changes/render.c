@@ -290,13 +290,14 @@ static json_t *change_json(const struct ward__changes_run *run, const struct war
 	json_t *o;
 
 	snprintf(path, sizeof(path), "%s%s%s", root, strcmp(root, "/") == 0 ? "" : "/", c->path);
-	o = json_pack("{s:s, s:s, s:s, s:I}", "change", ward__change_word(run, c), "state",
-		      ward__change_state_name(c->state), "type",
-		      type_word(del ? c->old_type : c->new_type), "size",
-		      (json_int_t)(del ? c->old_size : c->new_size));
+	o = json_object();
 	if (!o)
 		return NULL;
 	json_object_set_new(o, "path", lossy(path));
+	json_object_set_new(o, "change", json_string(ward__change_word(run, c)));
+	json_object_set_new(o, "state", json_string(ward__change_state_name(c->state)));
+	json_object_set_new(o, "type", json_string(type_word(del ? c->old_type : c->new_type)));
+	json_object_set_new(o, "size", json_integer((json_int_t)(del ? c->old_size : c->new_size)));
 	if (c->renamed_from >= 0) {
 		const struct ward__change *s = &run->v[c->renamed_from];
 		const char *sr = run->roots[s->root].path;

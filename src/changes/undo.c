@@ -19,6 +19,7 @@
  */
 #include <fcntl.h>
 #include <inttypes.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -359,6 +360,8 @@ int ward__changes_undo(struct ward__changes_run *run, bool force, bool skip,
 {
 	struct uctx x = {.run = run, .err = err};
 	bool recovering = run->state == WARD_RS_UNDOING;
+	const char *ka = getenv("WARD_CHANGES_TEST_KILL_AFTER");
+	long kill_after = ka ? strtol(ka, NULL, 10) : -1, switched = 0;
 	size_t failed = 0;
 	int r;
 
@@ -483,6 +486,9 @@ int ward__changes_undo(struct ward__changes_run *run, bool force, bool skip,
 		for (size_t i = 0; i < run->n; i++) {
 			if (!x.take[i] || x.done[i] || phase_of(&run->v[i]) != phase)
 				continue;
+			/* The tests' kill point (apply.c says more). */
+			if (kill_after >= 0 && (long)++switched > kill_after)
+				raise(SIGKILL);
 			r = flip(&x, i, true);
 			if (r < 0) {
 				failed = i;

@@ -165,8 +165,14 @@ static int open_latest(struct ward__changes_cfg *cfg, unsigned want, const char 
 		char id[24];
 
 		snprintf(id, sizeof(id), "%" PRIu64, ids[i]);
-		if (ward__journal_open(cfg, id, false, &run, NULL) < 0)
+		r = ward__journal_open(cfg, id, false, &run, err);
+		/* A damaged latest run is said, never skipped for an older one. */
+		if (r == -EBADMSG)
+			return r;
+		if (r < 0) {
+			*err = (struct ward_error){0};
 			continue;
+		}
 		if (!(want & (1u << run->state))) {
 			ward__changes_run_free(run);
 			continue;

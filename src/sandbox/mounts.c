@@ -115,7 +115,11 @@ static int bind_self(const char *path, bool readonly, struct ward_error *err)
  * redirect_dir=nofollow (renaming a directory that came from the host fails
  * with EXDEV, and mv(1) falls back to copying), metacopy=off (copied-up
  * files hold their data), index=off (copying up a file with several names
- * breaks the link, as the command then sees it). The layers are named
+ * breaks the link, as the command then sees it), volatile (the unmount at
+ * the sandbox's end does not sync the upper filesystem, which is the whole
+ * filesystem the state directory is on: hundreds of milliseconds on a busy
+ * disk; the layer is never mounted again, and an apply makes its own
+ * record durable). The layers are named
  * through /proc/self/fd so that no path needs overlayfs' escaping of ':'
  * and ','; lower and upper are opened here, in the new mount namespace,
  * where overlayfs accepts them.
@@ -150,6 +154,7 @@ static int make_overlay(const struct ward__layer *l, bool user_ns, int *ret_fd,
 	    fsconfig(fs, FSCONFIG_SET_STRING, "redirect_dir", "nofollow", 0) < 0 ||
 	    fsconfig(fs, FSCONFIG_SET_STRING, "metacopy", "off", 0) < 0 ||
 	    fsconfig(fs, FSCONFIG_SET_STRING, "index", "off", 0) < 0 ||
+	    fsconfig(fs, FSCONFIG_SET_FLAG, "volatile", NULL, 0) < 0 ||
 	    (user_ns && fsconfig(fs, FSCONFIG_SET_FLAG, "userxattr", NULL, 0) < 0) ||
 	    fsconfig(fs, FSCONFIG_CMD_CREATE, NULL, NULL, 0) < 0) {
 		ward__error(err, -errno, "layer", "cannot layer '%s': overlayfs refused: %m",
