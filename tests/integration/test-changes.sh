@@ -294,6 +294,8 @@ ward = sys.argv[1]
 pid, fd = pty.fork()
 if pid == 0:
     os.environ["PS1"] = "$ "
+    os.environ["TERM"] = "xterm"
+    os.environ["LESS"] = "FRX"
     os.execv(ward, [ward, "run", "--hold", "--", "sh", "-i"])
 buf = b""
 def wait_for(s, start=0, t=20):
