@@ -504,8 +504,8 @@ static void prune_empty(const struct ward__changes_run *run, unsigned root, int 
 	for (size_t i = 0; i < n; i++) {
 		char sub[PATH_MAX];
 
-		if ((size_t)snprintf(sub, sizeof(sub), "%s%s%s", rel, rel[0] ? "/" : "",
-				     names[i]) < sizeof(sub) &&
+		if ((size_t)snprintf(sub, sizeof(sub), "%s%s%s", rel, rel[0] ? "/" : "", names[i]) <
+			    sizeof(sub) &&
 		    !is_image(run, root, sub)) {
 			prune_empty(run, root, dirfd(d), names[i], sub, depth + 1);
 			(void)unlinkat(dirfd(d), names[i], AT_REMOVEDIR);

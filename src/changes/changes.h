@@ -383,8 +383,13 @@ WARD_INTERNAL int ward__changes_diff_text(struct ward__changes_run *run, size_t 
 
 /* ------------------------------------------------------------ forms (render.c) */
 
-/* The run as JSON: id, mode, state, command, counts, changes (docs/json.md). */
-WARD_INTERNAL json_t *ward__changes_to_json(const struct ward__changes_run *run, bool entries);
+/*
+ * The run as JSON: id, mode, state, command, counts, notes and at most
+ * max_entries changes (SIZE_MAX: all; 0: no "changes" member), with
+ * "changes_not_listed" counting the rest (docs/json.md).
+ */
+WARD_INTERNAL json_t *ward__changes_to_json(const struct ward__changes_run *run,
+					    size_t max_entries);
 /* The person's summary: one line per change (at most max_lines, then a count). */
 WARD_INTERNAL void ward__changes_print(const struct ward__changes_run *run, FILE *f,
 				       size_t max_lines);

@@ -377,8 +377,9 @@ int ward__journal_create(struct ward__changes_cfg *cfg, enum ward__run_mode mode
 		ward__changes_run_free(run);
 		/* A counter behind the journal (lost in a crash): the next number. */
 		if (r != -EEXIST || tries >= 64)
-			return ward__error(err, r, "changes", "cannot create run %" PRIu64 " in '%s': %m",
-					   id, cfg->dir);
+			return ward__error(err, r, "changes",
+					   "cannot create run %" PRIu64 " in '%s': %m", id,
+					   cfg->dir);
 	}
 	lock = ward__path_join(run->dir, "lock");
 	r = lock ? lock_file(lock, false, &run->lock_fd) : -ENOMEM;

@@ -335,10 +335,11 @@ static json_t *change_json(const struct ward__changes_run *run, const struct war
 	return o;
 }
 
-json_t *ward__changes_to_json(const struct ward__changes_run *run, bool entries)
+json_t *ward__changes_to_json(const struct ward__changes_run *run, size_t max_entries)
 {
 	struct counts n = count(run);
 	json_t *o, *a, *notes;
+	size_t not_listed = 0;
 
 	o = json_pack("{s:o, s:s, s:s, s:o, s:o, s:{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}}",
 		      "run", run->id ? json_integer((json_int_t)run->id) : json_null(), "mode",
@@ -358,7 +359,7 @@ json_t *ward__changes_to_json(const struct ward__changes_run *run, bool entries)
 	for (size_t i = 0; notes && i < run->n_notes; i++)
 		json_array_append_new(notes, lossy(run->notes[i]));
 	json_object_set_new(o, "notes", notes ? notes : json_null());
-	if (!entries)
+	if (max_entries == 0)
 		return o;
 	a = json_array();
 	for (size_t i = 0; a && i < run->n; i++) {
@@ -366,10 +367,14 @@ json_t *ward__changes_to_json(const struct ward__changes_run *run, bool entries)
 
 		if (c->kind == WARD_CHANGE_DELETE && is_rename_source(run, i))
 			continue;
+		if (json_array_size(a) >= max_entries) {
+			not_listed++;
+			continue;
+		}
 		json_array_append_new(a, change_json(run, c));
 	}
 	json_object_set_new(o, "changes", a ? a : json_null());
-	json_object_set_new(o, "members_not_listed",
-			    json_integer((json_int_t)run->members_dropped));
+	json_object_set_new(o, "changes_not_listed",
+			    json_integer((json_int_t)(not_listed + run->members_dropped)));
 	return o;
 }

@@ -224,7 +224,7 @@ static int list(struct ward__changes_cfg *cfg, const struct args *a)
 			continue;
 		}
 		if (a->json)
-			json_array_append_new(arr, ward__changes_to_json(run, false));
+			json_array_append_new(arr, ward__changes_to_json(run, 0));
 		else
 			ward__changes_print_line(run, stdout);
 		ward__changes_run_free(run);
@@ -246,7 +246,7 @@ static int list(struct ward__changes_cfg *cfg, const struct args *a)
 
 static int print_json(struct ward__changes_run *run)
 {
-	json_t *j = ward__changes_to_json(run, true);
+	json_t *j = ward__changes_to_json(run, SIZE_MAX);
 	char *s = j ? json_dumps(j, JSON_COMPACT) : NULL;
 
 	json_decref(j);

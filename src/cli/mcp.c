@@ -12,6 +12,7 @@
 
 #include "basic/cleanup.h"
 #include "basic/util.h"
+#include "changes/changes.h"
 #include "cli/cli.h"
 #include "mcp/mcp.h"
 #include "session/session.h"
@@ -20,7 +21,8 @@ static const char mcp_help[] =
 	"Usage: ward mcp [OPTIONS]\n"
 	"\n"
 	"Serve the Model Context Protocol on stdin/stdout (JSON-RPC 2.0, one message per\n"
-	"line) with the tools exec_command, write_stdin, list_sessions and kill_session.\n"
+	"line) with the tools exec_command, write_stdin, list_sessions, kill_session and\n"
+	"the changes tools (review and undo, below).\n"
 	"Every command runs in a sandbox of its own under the policy below; a command\n"
 	"still running after its first yield becomes a session, polled and typed into\n"
 	"with write_stdin. When stdin closes, calls in flight get 3 s to finish, then every\n"
@@ -77,6 +79,17 @@ static const char mcp_help[] =
 	"      --audit-log FILE|none    where every command started is recorded with the\n"
 	"                               client's tool call ('ward audit'; default\n"
 	"                               $XDG_STATE_HOME/ward/audit.jsonl)\n"
+	"\n"
+	"Review and undo (docs/changes.md; the tools changes_list, changes_show,\n"
+	"changes_apply, changes_discard, changes_undo):\n"
+	"      --record on|off          on (default): every sandboxed command's changes go\n"
+	"                               through a layer, are applied when it ends and kept in\n"
+	"                               the journal for changes_undo (the host sees them at\n"
+	"                               the command's end, not while it runs); off: none\n"
+	"      --hold                   hold every command's changes until changes_apply\n"
+	"                               (exec_command's hold does it for one command)\n"
+	"      --keep-ignored           also keep what changes replace in ignored or\n"
+	"                               generated trees (node_modules, build, ...)\n"
 	"  -h, --help                   show this help\n"
 	"      --version                show the version\n";
 
@@ -86,6 +99,9 @@ enum {
 	OPT_NO_LOGIN,
 	OPT_LOGIN_SNAPSHOT,
 	OPT_AUDIT_LOG,
+	OPT_RECORD,
+	OPT_HOLD,
+	OPT_KEEP_IGNORED,
 };
 
 static const struct option mcp_options[] = {
@@ -94,6 +110,9 @@ static const struct option mcp_options[] = {
 	{"no-login", no_argument, NULL, OPT_NO_LOGIN},
 	{"login-snapshot", required_argument, NULL, OPT_LOGIN_SNAPSHOT},
 	{"audit-log", required_argument, NULL, OPT_AUDIT_LOG},
+	{"record", required_argument, NULL, OPT_RECORD},
+	{"hold", no_argument, NULL, OPT_HOLD},
+	{"keep-ignored", no_argument, NULL, OPT_KEEP_IGNORED},
 	{0},
 };
 
@@ -103,6 +122,7 @@ struct mcp_args {
 	int login;
 	bool no_login_snapshot;
 	const char *audit_log;
+	bool no_record, hold, keep_ignored;
 };
 
 static int handle_option(int c, const char *arg, void *userdata)
@@ -140,6 +160,19 @@ static int handle_option(int c, const char *arg, void *userdata)
 	case OPT_AUDIT_LOG:
 		m->audit_log = arg;
 		return cli_audit_log_option("mcp", arg);
+	case OPT_RECORD:
+		if (strcmp(arg, "on") != 0 && strcmp(arg, "off") != 0) {
+			cli_errorf("mcp: --record '%s': expected on or off", arg);
+			return -1;
+		}
+		m->no_record = strcmp(arg, "off") == 0;
+		return 0;
+	case OPT_HOLD:
+		m->hold = true;
+		return 0;
+	case OPT_KEEP_IGNORED:
+		m->keep_ignored = true;
+		return 0;
 	default:
 		return -1;
 	}
@@ -152,6 +185,7 @@ int cli_mcp(int argc, char **argv)
 	struct ward_approver *ap = NULL;
 	struct cli_run_args a;
 	struct ward__mcp_config cfg = {0};
+	struct ward__changes_cfg changes = {0};
 	struct ward_error err = {0};
 	_cleanup_free_ char *audit_path = NULL, *audit_dir = NULL;
 	int r;
@@ -209,7 +243,33 @@ int cli_mcp(int argc, char **argv)
 	cfg.no_login_snapshot = m.no_login_snapshot;
 	cfg.approver = ap;
 	cfg.audit_path = audit_path;
+	if (m.hold && m.no_record) {
+		cli_errorf("mcp: --hold needs the journal: it cannot go with --record off");
+		ward_approver_free(ap);
+		cli_run_args_release(&a);
+		return WARD_EXIT_FAILURE;
+	}
+	if (!m.no_record) {
+		/* Without a place for the journal the server still serves, and says so once. */
+		if (ward__changes_cfg_init(&changes, &err) < 0) {
+			if (m.hold) {
+				cli_report_error(&err);
+				ward_approver_free(ap);
+				cli_run_args_release(&a);
+				return WARD_EXIT_FAILURE;
+			}
+			cli_errorf("mcp: warning: changes are not recorded (undo is not "
+				   "available): %s",
+				   err.message);
+			err = (struct ward_error){0};
+		} else {
+			changes.keep_ignored = m.keep_ignored;
+			cfg.changes = &changes;
+			cfg.hold = m.hold;
+		}
+	}
 	r = ward__mcp_serve(&cfg, STDIN_FILENO, STDOUT_FILENO, &err);
+	ward__changes_cfg_release(&changes);
 	ward_approver_free(ap);
 	cli_run_args_release(&a);
 	if (r < 0) {

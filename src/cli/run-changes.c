@@ -194,7 +194,7 @@ int cli_run_changes(struct cli_run_args *a)
 	}
 
 	if (res) {
-		json_t *j = ward__changes_to_json(run, true);
+		json_t *j = ward__changes_to_json(run, SIZE_MAX);
 		char *s = j ? json_dumps(j, JSON_COMPACT) : NULL;
 
 		json_decref(j);

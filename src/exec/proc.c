@@ -585,6 +585,8 @@ int ward__proc_start(struct ward__loop *l, const struct ward__proc_spec *spec,
 	so.quiet_fallback = true;
 	/* A session's or a server's command: not a child of the person's shell (sandbox.h). */
 	so.default_signals = true;
+	so.layers = spec->layers;
+	so.n_layers = spec->n_layers;
 	for (size_t i = 0; i < spec->n_keep_fds; i++)
 		so.keep_fds[i] = spec->keep_fds[i];
 	so.n_keep_fds = spec->n_keep_fds;
@@ -630,7 +632,8 @@ int ward__proc_start(struct ward__loop *l, const struct ward__proc_spec *spec,
 	p->start_ns = ward__now_ns();
 	r = -EAGAIN;
 	/* A sandbox whose network is by domain is built at its start: its listeners are its own. */
-	if (spec->pool && spec->n_keep_fds == 0 && !ward__policy_net_by_domain(spec->policy) &&
+	if (spec->pool && spec->n_keep_fds == 0 && spec->n_layers == 0 &&
+	    !ward__policy_net_by_domain(spec->policy) &&
 	    ward__proc_pool_take(spec->pool, spec->policy, spec->tty, so.observe_fs, &p->sb) > 0) {
 		/* A sandbox built ahead for this very policy: only the command is left to send. */
 		r = ward__sandbox_launch(&p->sb, &so, NULL);
@@ -879,6 +882,20 @@ void ward__proc_free(struct ward__proc *p)
 }
 
 /* ------------------------------------------------------------ state */
+
+int ward__proc_wait_gone(struct ward__proc *p)
+{
+	siginfo_t si;
+
+	if (!p || !p->spawned || p->init_reaped || p->sb.pidfd < 0)
+		return 0;
+	ward__sandbox_kill(&p->sb);
+	/* WNOWAIT: the loop still reaps it (on_init_exit), as for any other proc. */
+	while (waitid((idtype_t)P_PIDFD, (id_t)p->sb.pidfd, &si, WEXITED | WNOWAIT) < 0)
+		if (errno != EINTR)
+			return -errno;
+	return 0;
+}
 
 bool ward__proc_exited(const struct ward__proc *p)
 {

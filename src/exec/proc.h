@@ -73,6 +73,13 @@ struct ward__proc_spec {
 	 */
 	const struct ward_net_hooks *net_hooks;
 	bool net_ask;
+	/*
+	 * Copy-on-write layers over the writable roots (src/changes), or none:
+	 * the command's changes stay off the host until its owner applies
+	 * them (after ward__proc_wait_gone()). Never with a prepared sandbox.
+	 */
+	const struct ward__layer *layers;
+	size_t n_layers;
 };
 
 /*
@@ -118,6 +125,12 @@ WARD_INTERNAL void ward__proc_terminate(struct ward__proc *p);
  */
 WARD_INTERNAL void ward__proc_pause_output(struct ward__proc *p, bool pause);
 
+/*
+ * Blocks until the sandbox's init is gone (killed first), without reaping it:
+ * its mount namespace, and with it a layer's overlay, is torn down. For the
+ * owner of a layered proc, once the command exited; a millisecond or so.
+ */
+WARD_INTERNAL int ward__proc_wait_gone(struct ward__proc *p);
 WARD_INTERNAL bool ward__proc_exited(const struct ward__proc *p);
 WARD_INTERNAL bool ward__proc_closed(const struct ward__proc *p);
 /* Exit code as ward run reports it (128+N for signal N, 124 timed out); -1 before exit. */

@@ -278,6 +278,8 @@ static json_t *approval_reply_result(struct mcp *m, struct approval *ap)
 	}
 	res = ward__mcp_tool_result(m, ward__session_reply_text(r), ward__session_reply_json(r),
 				    false);
+	if (r->changes)
+		ward__mcp_changes_note_run(m, r->changes);
 	ward__session_reply_free(r);
 	ap->reply = NULL;
 	return res;
@@ -350,6 +352,8 @@ static int approval_run(struct mcp *m, struct pending *p, struct ward_error *e)
 		.until_any_output = ap->until_any_output,
 		.unsandboxed = !ap->act.sandboxed,
 		.policy = ap->act.policy != m->cfg->policy ? ap->act.policy : NULL,
+		/* Outside the sandbox nothing can be held: the run is only not recorded. */
+		.hold = ap->act.sandboxed ? ap->hold : -1,
 	};
 	int r;
 
@@ -703,6 +707,7 @@ json_t *ward__mcp_approval_start(struct mcp *m, struct pending *p, const struct 
 	if (!ap)
 		return ward__mcp_tool_error(m, "out of memory");
 	p->ap = ap;
+	ap->hold = a->hold;
 	if (ward__arg_str(args, "sandbox_permissions", &sp, NULL, why, sizeof(why)) < 0 ||
 	    ward__arg_str(args, "justification", &just, NULL, why, sizeof(why)) < 0)
 		return ward__mcp_tool_error(m, "invalid arguments: %s", why);

@@ -28,6 +28,8 @@ static void on_session_done(struct ward__session_reply *r, void *userdata)
 	else
 		res = ward__mcp_tool_result(m, ward__session_reply_text(r),
 					    ward__session_reply_json(r), false);
+	if (r && r->changes)
+		ward__mcp_changes_note_run(m, r->changes);
 	ward__mcp_send_result(m, &p->id, res);
 	ward__session_reply_free(r);
 	ward__mcp_pending_free(m, p);
@@ -37,12 +39,13 @@ static void on_session_done(struct ward__session_reply *r, void *userdata)
 
 static json_t *call_exec(struct mcp *m, struct pending *p, const json_t *args)
 {
-	struct ward__exec_args a = {.yield_ms = -1, .max_output_tokens = -1, .login = -1};
+	struct ward__exec_args a = {
+		.yield_ms = -1, .max_output_tokens = -1, .login = -1, .hold = -1};
 	struct ward_error e = {0};
 	const char *sp = NULL;
 	char why[160];
-	bool login = true;
-	int q;
+	bool login = true, hold = false;
+	int q, qh;
 
 	if (ward__arg_str(args, "cmd", &a.cmd, NULL, why, sizeof(why)) < 0 ||
 	    ward__arg_str(args, "workdir", &a.workdir, NULL, why, sizeof(why)) < 0 ||
@@ -54,7 +57,8 @@ static json_t *call_exec(struct mcp *m, struct pending *p, const json_t *args)
 	    ward__arg_bool(args, "until_any_output", &a.until_any_output, why, sizeof(why)) < 0 ||
 	    ward__arg_str(args, "shell", &a.shell, NULL, why, sizeof(why)) < 0 ||
 	    ward__arg_str(args, "sandbox_permissions", &sp, NULL, why, sizeof(why)) < 0 ||
-	    (q = ward__arg_bool(args, "login", &login, why, sizeof(why))) < 0)
+	    (q = ward__arg_bool(args, "login", &login, why, sizeof(why))) < 0 ||
+	    (qh = ward__arg_bool(args, "hold", &hold, why, sizeof(why))) < 0)
 		return ward__mcp_tool_error(m, "invalid arguments: %s", why);
 	if (!a.cmd)
 		return ward__mcp_tool_error(m, "invalid arguments: 'cmd' is required");
@@ -80,6 +84,8 @@ static json_t *call_exec(struct mcp *m, struct pending *p, const json_t *args)
 					    WARD_SESSION_UNTIL_MAX);
 	if (q > 0)
 		a.login = login;
+	if (qh > 0)
+		a.hold = hold;
 	if (m->cfg->approver)
 		return ward__mcp_approval_start(m, p, &a, args);
 	/* Without an approver nothing leaves the sandbox: say so rather than ignore the ask. */
@@ -175,6 +181,16 @@ void ward__mcp_handle_tools_call(struct mcp *m, const struct ward__rpc_msg *msg)
 		tool = TOOL_LIST;
 	else if (strcmp(n, "kill_session") == 0)
 		tool = TOOL_KILL;
+	else if (strcmp(n, "changes_list") == 0)
+		tool = TOOL_CHANGES_LIST;
+	else if (strcmp(n, "changes_show") == 0)
+		tool = TOOL_CHANGES_SHOW;
+	else if (strcmp(n, "changes_apply") == 0)
+		tool = TOOL_CHANGES_APPLY;
+	else if (strcmp(n, "changes_discard") == 0)
+		tool = TOOL_CHANGES_DISCARD;
+	else if (strcmp(n, "changes_undo") == 0)
+		tool = TOOL_CHANGES_UNDO;
 	else {
 		char why[128];
 
@@ -192,6 +208,14 @@ void ward__mcp_handle_tools_call(struct mcp *m, const struct ward__rpc_msg *msg)
 	}
 	if (tool == TOOL_LIST) {
 		ward__mcp_send_result(m, &msg->id, call_list(m, args));
+		json_decref(empty);
+		return;
+	}
+	/* Review and undo: answered at once, or (an apply put to the person) later. */
+	if (tool >= TOOL_CHANGES_LIST) {
+		res = ward__mcp_changes_call(m, msg, tool, args);
+		if (res)
+			ward__mcp_send_result(m, &msg->id, res);
 		json_decref(empty);
 		return;
 	}

@@ -6,8 +6,8 @@
  * lifecycle, dispatch and the connection (server.c on top), tools/call
  * (calls.c), exec_command through the approver with its questions asked by
  * elicitation (approvals.c), tools/list (schemas.c), the calls in flight
- * (pending.c) and what goes to the client (send.c); the state they share
- * is in mcpserver.h.
+ * (pending.c), what goes to the client (send.c) and the changes tools
+ * (changes.c, on src/changes); the state they share is in mcpserver.h.
  * One-way rule: it calls src/transport (the line connection), src/session,
  * src/approval, src/rpc and src/basic; never src/execserver, its sibling.
  * Only src/cli calls it.
@@ -56,6 +56,13 @@ struct ward__mcp_config {
 	struct ward_approver *approver;
 	/* Every command started goes to this audit log (approval/audit.c), or NULL: none. */
 	const char *audit_path;
+	/*
+	 * Review and undo (src/changes): every sandboxed command's changes are
+	 * recorded (or, with hold, held until changes_apply), and the changes
+	 * tools act on them. NULL: off (--record off).
+	 */
+	struct ward__changes_cfg *changes;
+	bool hold;
 };
 
 /*

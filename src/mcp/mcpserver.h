@@ -29,10 +29,19 @@ enum tool {
 	TOOL_WRITE,
 	TOOL_LIST,
 	TOOL_KILL,
+	TOOL_CHANGES_LIST,
+	TOOL_CHANGES_SHOW,
+	TOOL_CHANGES_APPLY,
+	TOOL_CHANGES_DISCARD,
+	TOOL_CHANGES_UNDO,
 };
+
+/* The runs of this server the changes tools act on (the most recent ones). */
+#define WARD_MCP_MAX_RUNS 4096
 
 struct mcp;
 struct netq;
+struct chq;
 
 /* An exec_command going through the approver (see "approvals" below). */
 struct approval {
@@ -45,6 +54,7 @@ struct approval {
 	bool tty, until_any_output;
 	int64_t yield_ms, max_tokens;
 	int login;
+	int hold; /* review and undo: as exec_command's hold (-1: the server's default) */
 	/* The question being asked (an elicitation request of ours). */
 	bool asking;
 	int64_t elicit_id;
@@ -93,6 +103,11 @@ struct mcp {
 	int64_t next_request_id; /* ids of ward's own requests to the client */
 	struct netq *netqs; /* network questions in flight (netask.c) */
 	unsigned n_netqs;
+	/* Review and undo (changes.c): this server's runs, oldest first, and applies being asked. */
+	uint64_t runs[WARD_MCP_MAX_RUNS];
+	size_t n_runs;
+	struct chq *chqs;
+	unsigned n_chqs;
 };
 
 /*
@@ -106,6 +121,20 @@ struct ward_net_hooks;
 WARD_INTERNAL void ward__mcp_net_hooks(struct mcp *m, struct ward_net_hooks *ret);
 WARD_INTERNAL bool ward__mcp_net_response(struct mcp *m, const struct ward__rpc_msg *msg);
 WARD_INTERNAL void ward__mcp_net_drop(struct mcp *m);
+
+/*
+ * changes.c: the changes tools (review and undo) on this server's runs. A
+ * call's result, or NULL when it waits for the person (an apply asked
+ * through elicitation; the result goes to msg's id later). note_run takes
+ * the run of a session's changes (a reply's "changes") as this server's.
+ * A response to one of its questions is taken (true); drop answers every
+ * question (the server is going).
+ */
+WARD_INTERNAL json_t *ward__mcp_changes_call(struct mcp *m, const struct ward__rpc_msg *msg,
+					     enum tool tool, const json_t *args);
+WARD_INTERNAL void ward__mcp_changes_note_run(struct mcp *m, const json_t *changes);
+WARD_INTERNAL bool ward__mcp_changes_response(struct mcp *m, const struct ward__rpc_msg *msg);
+WARD_INTERNAL void ward__mcp_changes_drop(struct mcp *m);
 
 /* send.c: what goes to the client. */
 WARD_INTERNAL void ward__mcp_send_result(struct mcp *m, const struct ward__rpc_id *id,

@@ -73,14 +73,14 @@ static json_t *reply_output_schema(void)
 {
 	return json_pack(
 		"{s:s, s:{s:{s:s}, s:{s:s}, s:{s:s}, s:{s:s}, s:{s:s}, s:{s:s}, s:{s:s}, s:{s:s},"
-		" s:{s:[s,s]}, s:{s:[s,s], s:{s:s}}, s:{s:s}, s:{s:s}}, s:[s,s]}",
+		" s:{s:[s,s]}, s:{s:[s,s], s:{s:s}}, s:{s:s}, s:{s:s}, s:{s:s}}, s:[s,s]}",
 		"type", "object", "properties", "chunk_id", "type", "string", "wall_time_seconds",
 		"type", "number", "exit_code", "type", "integer", "session_id", "type", "integer",
 		"original_token_count", "type", "integer", "truncated", "type", "boolean", "note",
 		"type", "string", "killed", "type", "boolean", "sandbox_denied", "type", "boolean",
 		"string", "denials", "type", "array", "string", "items", "type", "string",
-		"denials_dropped", "type", "integer", "output", "type", "string", "required",
-		"wall_time_seconds", "output");
+		"denials_dropped", "type", "integer", "changes", "type", "object", "output", "type",
+		"string", "required", "wall_time_seconds", "output");
 }
 
 static json_t *annotations(const char *title, bool read_only, bool destructive, bool idempotent,
@@ -89,6 +89,91 @@ static json_t *annotations(const char *title, bool read_only, bool destructive, 
 	return json_pack("{s:s, s:b, s:b, s:b, s:b}", "title", title, "readOnlyHint", read_only,
 			 "destructiveHint", destructive, "idempotentHint", idempotent,
 			 "openWorldHint", open_world);
+}
+
+/* Review and undo (changes.c): a run of this server, by number; the latest fitting one without. */
+static json_t *run_prop(const char *which)
+{
+	return prop("integer", which);
+}
+
+static void add_changes_tool(struct mcp *m, json_t *tools, const char *name, const char *title,
+			     const char *description, json_t *props, bool read_only,
+			     bool destructive)
+{
+	json_t *t = json_pack("{s:s, s:s, s:s, s:{s:s, s:o}, s:o}", "name", name, "title", title,
+			      "description", description, "inputSchema", "type", "object",
+			      "properties", props, "annotations",
+			      annotations(title, read_only, destructive, false, false));
+
+	if (m->structured)
+		json_object_set_new(t, "outputSchema", json_pack("{s:s}", "type", "object"));
+	json_array_append_new(tools, t);
+}
+
+static void add_changes_tools(struct mcp *m, json_t *tools)
+{
+	json_t *props;
+
+	add_changes_tool(m, tools, "changes_list", "List changed runs",
+			 "Lists the runs of this server that changed the workspace, newest first: "
+			 "run number, state (held, applied, discarded, undone), counts of added, "
+			 "modified and deleted files, and the command.",
+			 json_object(), true, false);
+	props = json_object();
+	json_object_set_new(props, "run", run_prop("The run (default: this server's latest run)."));
+	json_object_set_new(props, "diff",
+			    prop("boolean", "Also return the unified diff (git diff)."));
+	json_object_set_new(props, "max_diff_bytes",
+			    prop("integer", "Most bytes of diff to return (default 65536)."));
+	add_changes_tool(m, tools, "changes_show", "Show a run's changes",
+			 "Shows what a run changed: every file added, modified, deleted, renamed "
+			 "or given another mode, with sizes and whether it is text or binary, what "
+			 "was refused (protected paths) and what cannot be undone; with diff, the "
+			 "diff.",
+			 props, true, false);
+	props = json_object();
+	json_object_set_new(props, "run",
+			    run_prop("The held run (default: this server's latest held run)."));
+	json_object_set_new(
+		props, "side",
+		json_pack("{s:s, s:[s,s], s:s}", "type", "string", "enum", "run", "host",
+			  "description",
+			  "When the host changed a file the run also changed: \"run\" (the run's "
+			  "version wins) or \"host\" (the host's stays). Without it such a "
+			  "conflict applies nothing."));
+	add_changes_tool(
+		m, tools, "changes_apply", "Apply held changes",
+		m->cfg->approver
+			? "Asks the person to apply the held changes of a run (exec_command "
+			  "with hold) to the workspace; they see the summary and decide."
+			: "Applies the held changes of a run (exec_command with hold) to the "
+			  "workspace, each file atomically; changes_undo takes them back.",
+		props, false, true);
+	props = json_object();
+	json_object_set_new(props, "run",
+			    run_prop("The held run (default: this server's latest held run)."));
+	add_changes_tool(m, tools, "changes_discard", "Discard held changes",
+			 "Drops the held changes of a run: the workspace stays as it is.", props,
+			 false, true);
+	props = json_object();
+	json_object_set_new(props, "run",
+			    run_prop("The applied run (default: this server's latest)."));
+	json_object_set_new(props, "partial",
+			    prop("boolean",
+				 "Undo what can be undone and leave the rest (files changed since, "
+				 "files whose earlier content was not kept)."));
+	if (!m->cfg->approver)
+		json_object_set_new(props, "force",
+				    prop("boolean",
+					 "Bring the earlier content back even over files changed "
+					 "since the run."));
+	add_changes_tool(m, tools, "changes_undo", "Undo a run's changes",
+			 "Takes back what a run changed in the workspace: every file back to its "
+			 "bytes and mode before the run, files it created removed, files it "
+			 "deleted restored. Nothing is undone when a file was changed again since "
+			 "(unless partial), and the result says what could not be.",
+			 props, false, true);
 }
 
 json_t *ward__mcp_tools_list(struct mcp *m)
@@ -128,6 +213,14 @@ json_t *ward__mcp_tools_list(struct mcp *m)
 				 "Run the shell as a login shell (-lc, default "
 				 "true) or not (-c)."));
 	add_until_props(props);
+	if (m->cfg->changes)
+		json_object_set_new(
+			props, "hold",
+			prop("boolean",
+			     "Hold the command's changes to the workspace for review: the command "
+			     "sees its own writes, the host gets none of them until changes_apply "
+			     "(or changes_discard drops them). Default: the server's (changes are "
+			     "recorded and applied at the end, for changes_undo)."));
 	if (m->cfg->approver)
 		add_approval_props(props);
 	t = json_pack(
@@ -211,5 +304,7 @@ json_t *ward__mcp_tools_list(struct mcp *m)
 	if (m->structured)
 		json_object_set_new(t, "outputSchema", reply_output_schema());
 	json_array_append_new(tools, t);
+	if (m->cfg->changes)
+		add_changes_tools(m, tools);
 	return json_pack("{s:o}", "tools", tools);
 }

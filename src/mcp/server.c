@@ -111,7 +111,9 @@ static void handle_message(struct mcp *m, const struct ward__rpc_msg *msg)
 		return;
 	}
 	if (msg->kind == WARD_RPC_RESULT || msg->kind == WARD_RPC_ERROR) {
-		ward__mcp_handle_response(m, msg); /* to a question of ours */
+		/* To a question of ours: an apply of held changes, or an approval's. */
+		if (!ward__mcp_changes_response(m, msg))
+			ward__mcp_handle_response(m, msg);
 		return;
 	}
 	if (msg->params && !json_is_object(msg->params)) {
@@ -223,8 +225,9 @@ static void begin_drain(struct mcp *m, uint64_t grace_ns)
 		return;
 	}
 	m->draining = true;
-	/* Nobody will answer a question now: those commands are not run. */
+	/* Nobody will answer a question now: those commands are not run, those changes stay held. */
 	ward__mcp_approvals_abandon(m);
+	ward__mcp_changes_drop(m);
 	if (m->n_pending == 0) {
 		ward__mcp_begin_shutdown(m);
 		return;
@@ -288,6 +291,8 @@ int ward__mcp_serve(const struct ward__mcp_config *cfg, int in_fd, int out_fd,
 		.net_hooks = cfg->approver ? &net_hooks : NULL,
 		.net_ask = cfg->approver && ward__approval_net_may_ask(cfg->approver),
 		.no_login_snapshot = cfg->no_login_snapshot,
+		.changes = cfg->changes,
+		.hold = cfg->hold,
 	};
 	struct mcp m = {.cfg = cfg};
 	int r;
@@ -323,6 +328,7 @@ out:
 	}
 	ward__sessions_free(m.sessions);
 	ward__mcp_net_drop(&m);
+	ward__mcp_changes_drop(&m);
 	ward__loop_del_timer(m.loop, m.drain_timer);
 	if (m.conn) {
 		ward__lineconn_flush(m.conn, 2000);

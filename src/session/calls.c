@@ -12,6 +12,7 @@
 #include "basic/cleanup.h"
 #include "basic/error.h"
 #include "basic/util.h"
+#include "changes/changes.h"
 #include "session/session.h"
 #include "session/calls.h"
 
@@ -128,6 +129,34 @@ static void finish_kill_call(struct session *se)
 }
 
 /* Removes a session: its processes die; calls still waiting on it get why as an error. */
+/*
+ * The command ended: its sandbox is torn down (the layer unmounted), then
+ * its changes are read, and recorded (applied, kept for undo) or held, for
+ * the reply that reports the exit.
+ */
+static void end_changes(struct session *se, int exit_code)
+{
+	struct ward_error e = {0};
+	int r;
+
+	if (!se->crun)
+		return;
+	r = ward__proc_wait_gone(se->proc);
+	if (r >= 0)
+		r = ward__changes_end(se->crun, se->policy, exit_code, &e);
+	if (r < 0 &&
+	    asprintf(&se->changes_note, "the changes could not be %s: %s%s%s",
+		     se->crun->mode == WARD_RUN_HOLD ? "held" : "recorded", e.message,
+		     e.hint[0] ? " (hint: " : "", e.hint[0] ? e.hint : "") < 0)
+		se->changes_note = NULL;
+	/* Held changes are listed whole (they wait for a decision); recorded ones in part. */
+	if (se->crun->id != 0)
+		se->changes =
+			ward__changes_to_json(se->crun, se->crun->mode == WARD_RUN_HOLD ? 200 : 20);
+	ward__changes_run_free(se->crun);
+	se->crun = NULL;
+}
+
 void ward__session_free(struct session *se, const char *why)
 {
 	struct ward__sessions *s = se->store;
@@ -154,6 +183,10 @@ void ward__session_free(struct session *se, const char *why)
 		se->paused = false;
 		s->n_paused--;
 	}
+	/* A session ended under its command: what it changed is still recorded or held. */
+	end_changes(se, ward__proc_exit_code(se->proc));
+	json_decref(se->changes);
+	free(se->changes_note);
 	ward__proc_free(se->proc);
 	out_release(se);
 	ward_policy_free(se->policy);
@@ -260,6 +293,7 @@ static void on_exited(struct ward__proc *p, void *userdata)
 	struct session *se = userdata;
 
 	se->exited = true;
+	end_changes(se, ward__proc_exit_code(p));
 	if (se->active)
 		check_call(se->active);
 }
@@ -404,6 +438,17 @@ static char *note_for(struct session *se)
 {
 	char *note = setup_note(se), *both = NULL;
 
+	/* Why the changes are not recorded (or could not be), said once. */
+	if (se->changes_note) {
+		if (!note)
+			note = TAKE_PTR(se->changes_note);
+		else if (asprintf(&both, "%s; %s", note, se->changes_note) >= 0) {
+			free(note);
+			note = TAKE_PTR(both);
+			free(se->changes_note);
+			se->changes_note = NULL;
+		}
+	}
 	if (!se->login_note)
 		return note;
 	if (!note)
@@ -449,6 +494,8 @@ static void call_complete(struct call *c)
 			r->truncated = true;
 		r->note = note_for(se);
 		take_denials(se, r);
+		if (se->exited)
+			r->changes = TAKE_PTR(se->changes);
 		if (!r->output) {
 			ward__session_reply_free(r);
 			r = NULL;

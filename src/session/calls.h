@@ -85,6 +85,10 @@ struct session {
 	struct call *queue_head, *queue_tail;
 	size_t n_queued;
 	struct call *kill_call; /* a kill_session waiting for the call in flight */
+	/* Review and undo: the run holding or recording the changes, until the command ends. */
+	struct ward__changes_run *crun;
+	json_t *changes; /* what it changed, for the reply that reports the exit */
+	char *changes_note; /* why the changes are not recorded, said once */
 	struct session *prev, *next;
 };
 
@@ -99,6 +103,8 @@ struct ward__sessions {
 	bool login;
 	const struct ward_net_hooks *net_hooks;
 	bool net_ask;
+	struct ward__changes_cfg *changes; /* review and undo (session.h), or NULL */
+	bool hold;
 	bool snapshots; /* login commands run through a snapshot of their shell (snapshot.h) */
 	bool ending; /* terminate_all was called: nothing more starts */
 	struct ward__snapshot *snaps[WARD_SESSION_SNAPSHOT_SHELLS];

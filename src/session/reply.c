@@ -23,6 +23,7 @@ void ward__session_reply_free(struct ward__session_reply *r)
 	free(r->denials);
 	free(r->note);
 	free(r->error);
+	json_decref(r->changes);
 	free(r);
 }
 
@@ -31,12 +32,56 @@ static const char *denial_errno_name(int e)
 	return e > 0 ? strerror(e) : "removed";
 }
 
+/*
+ * What the command changed (review and undo, src/changes' JSON): one line
+ * with the run, its state and the counts, what can be done with it, then a
+ * line per change (at most a few).
+ */
+static int changes_text(struct ward__buf *b, const json_t *c)
+{
+	const json_t *counts = json_object_get(c, "counts"), *list = json_object_get(c, "changes");
+	const char *state = json_string_value(json_object_get(c, "state"));
+	json_int_t run = json_integer_value(json_object_get(c, "run"));
+	bool held = state && strcmp(state, "held") == 0;
+	size_t i, shown = 0;
+	json_t *e;
+	int q;
+
+	q = ward__buf_printf(
+		b,
+		"Changes: run %" JSON_INTEGER_FORMAT " %s: %" JSON_INTEGER_FORMAT
+		" added, %" JSON_INTEGER_FORMAT " modified, %" JSON_INTEGER_FORMAT
+		" deleted (%s)\n",
+		run, state ? state : "?", json_integer_value(json_object_get(counts, "added")),
+		json_integer_value(json_object_get(counts, "modified")),
+		json_integer_value(json_object_get(counts, "deleted")),
+		held ? "changes_apply or changes_discard decides; the host has none of them yet"
+		     : "changes_undo takes them back");
+	json_array_foreach(list, i, e)
+	{
+		const char *path = json_string_value(json_object_get(e, "path"));
+		const char *what = json_string_value(json_object_get(e, "change"));
+
+		if (q < 0 || !path || !what || json_object_get(e, "inside"))
+			continue;
+		if (shown++ >= 10) {
+			q = ward__buf_printf(b, "  ... (changes_show lists them all)\n");
+			break;
+		}
+		q = ward__buf_printf(b, "  %s %s%s%s\n", what, path,
+				     json_object_get(e, "refused") ? " (refused: protected)" : "",
+				     json_object_get(e, "cannot_undo") ? " (cannot be undone)"
+								       : "");
+	}
+	return q;
+}
+
 char *ward__session_reply_text(const struct ward__session_reply *r)
 {
 	struct ward__buf b;
 	int q;
 
-	ward__buf_init(&b, r->output_len + 64 * 1024 + (size_t)r->n_denials * 4200);
+	ward__buf_init(&b, r->output_len + 128 * 1024 + (size_t)r->n_denials * 4200);
 	q = ward__buf_printf(&b, "Chunk ID: %s\nWall time: %.4f seconds\n", r->chunk_id,
 			     (double)r->wall_ns / 1e9);
 	if (q >= 0 && r->exited)
@@ -60,6 +105,8 @@ char *ward__session_reply_text(const struct ward__session_reply *r)
 				  r->denials[i].reason ? r->denials[i].reason : "");
 	if (q >= 0 && r->denials_dropped)
 		q = ward__buf_printf(&b, "Sandbox denied: %zu more\n", r->denials_dropped);
+	if (q >= 0 && r->changes)
+		q = changes_text(&b, r->changes);
 	if (q >= 0)
 		q = ward__buf_append_str(&b, "Output:\n");
 	if (q >= 0)
@@ -138,6 +185,8 @@ json_t *ward__session_reply_json(const struct ward__session_reply *r)
 	if (r->denials_dropped)
 		json_object_set_new(o, "denials_dropped",
 				    json_integer((json_int_t)r->denials_dropped));
+	if (r->changes)
+		json_object_set(o, "changes", r->changes);
 	json_object_set_new(o, "output", ward__json_string_lossy(r->output, r->output_len));
 	return o;
 }

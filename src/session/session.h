@@ -86,6 +86,14 @@ struct ward__sessions_config {
 	 * `SHELL -lc CMD`, the profile in every command.
 	 */
 	bool no_login_snapshot;
+	/*
+	 * Review and undo (src/changes): with a configuration, every sandboxed
+	 * session's changes go through a layer and are recorded (applied when
+	 * the command ends, kept for undo) or, with hold, held for
+	 * ward__changes_apply(). NULL: off. Must outlive the store.
+	 */
+	struct ward__changes_cfg *changes;
+	bool hold;
 };
 
 struct ward__exec_args {
@@ -103,6 +111,7 @@ struct ward__exec_args {
 	int login; /* < 0: the store's default */
 	unsigned short rows, cols; /* tty size; 0: 24x80 */
 	bool unsandboxed; /* approved to run outside the sandbox (danger-full-access) */
+	int hold; /* review and undo: -1 the store's default, 0 record, 1 hold */
 	/*
 	 * The policy to run under instead of the store's (an approval granted
 	 * more); copied, so it may go after the call. Its cwd is the workspace,
@@ -152,6 +161,8 @@ struct ward__session_reply {
 	int denied; /* 1, 0, or -ENODATA (this host gives no exact answer) */
 	char *note; /* a line for the reader (setup error, fallback warning), or NULL */
 	bool killed; /* ended by kill_session */
+	/* What the command changed (src/changes' JSON), with the exit that ends it; else NULL. */
+	json_t *changes;
 	/* Set when the call failed after it was accepted (the session ended under it): a tool error. */
 	char *error;
 };

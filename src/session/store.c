@@ -22,6 +22,7 @@
 #include "basic/util.h"
 #include "policy/policy.h"
 #include "session/session.h"
+#include "changes/changes.h"
 #include "session/calls.h"
 #include "session/snapshot.h"
 
@@ -225,6 +226,8 @@ int ward__sessions_new(struct ward__loop *l, const struct ward__sessions_config 
 	s->login = c->login != 0;
 	s->net_hooks = c->net_hooks;
 	s->net_ask = c->net_ask;
+	s->changes = c->changes;
+	s->hold = c->hold;
 	s->snapshots = !c->no_login_snapshot;
 	/* Untouched pages of this table cost nothing: only used ids are ever written. */
 	s->by_id = calloc(ID_SLOTS, sizeof(*s->by_id));
@@ -419,6 +422,55 @@ static int note_login(struct session *se, struct ward__snapshot *sn, const char 
 	return 0;
 }
 
+/*
+ * Review and undo: the session's changes go through a layer (src/changes)
+ * when the store records or holds them. Where no layer can be had (the
+ * fallback without namespaces, no journal), a recorded session runs as
+ * before and its first reply says its changes are not recorded; a hold
+ * asked for is refused instead.
+ */
+static int begin_changes(struct ward__sessions *s, struct session *se,
+			 const struct ward__exec_args *a, char *const *argv, struct ward_error *err)
+{
+	const struct ward__features *f;
+	bool hold = a->hold < 0 ? s->hold : a->hold > 0;
+	struct ward_error e = {0};
+	int r;
+
+	if (!s->changes && a->hold > 0)
+		return ward__error(err, -EINVAL, "changes",
+				   "this server keeps no journal of changes: nothing can be held");
+	if (!s->changes || se->policy->mode == WARD_MODE_READ_ONLY)
+		return 0; /* nothing to record, or nothing a command can change */
+	if (se->policy->mode == WARD_MODE_DANGER_FULL_ACCESS) {
+		if (hold)
+			return ward__error(err, -EINVAL, "changes",
+					   "a command outside the sandbox cannot be held");
+		se->changes_note = strdup("it ran outside the sandbox: its changes are not "
+					  "recorded (undo is not available)");
+		return 0;
+	}
+	f = ward__features_get();
+	if (!f->userns && !f->rootns) {
+		if (hold)
+			return ward__error(err, -EOPNOTSUPP, "changes",
+					   "holding changes needs a mount namespace, which this "
+					   "host refuses");
+		se->changes_note = strdup("the changes are not recorded (undo is not available): "
+					  "this host refuses the mount namespace a layer needs");
+		return 0;
+	}
+	r = ward__changes_begin(s->changes, se->policy, hold ? WARD_RUN_HOLD : WARD_RUN_RECORD,
+				argv, &se->crun, &e);
+	if (r < 0 && hold)
+		return ward__error(err, r, "changes", "%s", e.message);
+	if (r < 0 &&
+	    asprintf(&se->changes_note, "the changes are not recorded (undo is not available): %s",
+		     e.message) < 0)
+		se->changes_note = NULL;
+	return 0;
+}
+
 static int start_session(struct ward__sessions *s, const struct ward__exec_args *a, char *workdir,
 			 struct ward__snapshot *sn, struct session **ret, struct ward_error *err)
 {
@@ -474,8 +526,15 @@ static int start_session(struct ward__sessions *s, const struct ward__exec_args 
 	argv[1] = login ? (char *)"-lc" : (char *)"-c";
 	argv[2] = (char *)a->cmd;
 	argv[3] = NULL;
+	r = begin_changes(s, se, a, argv, err);
+	if (r < 0)
+		goto fail;
 	spec.policy = se->policy;
 	spec.pool = s->pool;
+	if (se->crun) {
+		spec.layers = se->crun->layers;
+		spec.n_layers = se->crun->n_layers;
+	}
 	spec.net_hooks = s->net_hooks;
 	spec.net_ask = s->net_ask;
 	spec.argv = argv;
@@ -547,6 +606,11 @@ static int start_session(struct ward__sessions *s, const struct ward__exec_args 
 	return 0;
 fail:
 	ward__snapshot_run_release(&run);
+	if (se->crun) {
+		(void)ward__journal_remove(se->crun);
+		ward__changes_run_free(se->crun);
+	}
+	free(se->changes_note);
 	se->workdir = NULL; /* the caller's still */
 	ward__capture_release(&se->out);
 	ward_policy_free(se->policy);

@@ -122,6 +122,9 @@ trap cleanup_base EXIT
 unset TMPDIR
 export HOME=$BASE/home
 mkdir -p "$HOME"
+# ward's journal of changes (ward mcp and ward serve record by default) stays out of
+# the home, which some cases look into.
+export WARD_CHANGES_DIR=$BASE/changes
 export GIT_CONFIG_NOSYSTEM=1
 export GIT_AUTHOR_NAME=ward-test GIT_AUTHOR_EMAIL=ward-test@example.invalid
 export GIT_COMMITTER_NAME=ward-test GIT_COMMITTER_EMAIL=ward-test@example.invalid

@@ -462,6 +462,113 @@ t_fallback_refused() {
 	assert_absent f
 }
 
+# ------------------------------------------------------------------ ward mcp
+
+SEQ=$WARD_SRC/tests/helpers/mcp-seq.py
+INIT='{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{"elicitation":{}},"clientInfo":{"name":"t","version":"1"}}}'
+INITED='{"jsonrpc":"2.0","method":"notifications/initialized"}'
+
+call() { # call ID TOOL ARGS-JSON
+	printf '{"jsonrpc":"2.0","id":%s,"method":"tools/call","params":{"name":"%s","arguments":%s}}\n' \
+		"$1" "$2" "$3"
+}
+
+mcpseq() { # mcpseq [--answer D] -- WARD-MCP-OPTIONS... < LINES
+	[ -n "$PY" ] || skip "python3 is needed"
+	local o=()
+	while [ "$1" != -- ]; do
+		o+=("$1")
+		shift
+	done
+	shift
+	LAST_CMD="ward mcp $*"
+	timeout -k 3 90 "$PY" "$SEQ" "${o[@]}" -- "$WARD" mcp "$@" >"$T/.run/stdout" 2>"$T/.run/stderr"
+	WRC=$?
+}
+
+reply() { grep -m 1 -E "\"id\":$1[,}]" "$T/.run/stdout"; }
+jget() { "$PY" -c "import json,sys; m=json.loads(sys.argv[1]); print($2)" "$1"; }
+sc() { jget "$(reply "$1")" "m['result']['structuredContent']$2"; }
+
+t_mcp_recorded_undone() {
+	changes_env
+	printf 'keep\n' >k.txt
+	sleep 0.05
+	mcpseq -- -C "$WS" --audit-log none <<EOS
+$INIT
+$INITED
+$(call 2 exec_command '{"cmd":"echo x >f.txt; echo changed >k.txt"}')
+$(call 3 changes_list '{}')
+$(call 4 changes_show '{"diff":true}')
+$(call 5 changes_undo '{}')
+EOS
+	[ "$(sc 2 "['changes']['state']")" = applied ] || fail "the exec's result lacks its changes: $(reply 2)"
+	[ "$(sc 2 "['changes']['counts']['added']")" = 1 ] || fail "one added: $(reply 2)"
+	reply 2 | grep -q 'Changes: run [0-9]* applied' || fail "the text lacks the changes: $(reply 2)"
+	[ "$(sc 3 "['runs'][0]['state']")" = applied ] || fail "changes_list: $(reply 3)"
+	sc 4 "['diff']" | grep -q '^+changed' || fail "changes_show's diff: $(reply 4)"
+	[ "$(sc 5 "['state']")" = undone ] || fail "changes_undo: $(reply 5)"
+	assert_absent f.txt
+	assert_content k.txt keep
+}
+
+t_mcp_hold_apply() {
+	changes_env
+	mcpseq -- -C "$WS" --audit-log none <<EOS
+$INIT
+$INITED
+$(call 2 exec_command '{"cmd":"echo y >g.txt; cat g.txt","hold":true}')
+$(call 3 changes_apply '{}')
+$(call 4 exec_command '{"cmd":"echo z >h.txt","hold":true}')
+$(call 5 changes_discard '{}')
+EOS
+	[ "$(sc 2 "['output']")" = y ] || fail "the command sees its own write: $(reply 2)"
+	[ "$(sc 2 "['changes']['state']")" = held ] || fail "held: $(reply 2)"
+	[ "$(sc 3 "['state']")" = applied ] || fail "changes_apply: $(reply 3)"
+	assert_content g.txt y
+	[ "$(sc 5 "['state']")" = discarded ] || fail "changes_discard: $(reply 5)"
+	assert_absent h.txt
+}
+
+t_mcp_apply_asks() {
+	changes_env
+	mcpseq --answer apply -- -C "$WS" --audit-log none -a on-request <<EOS
+$INIT
+$INITED
+$(call 2 exec_command '{"cmd":"echo a >a.txt","hold":true}')
+$(call 3 changes_apply '{}')
+EOS
+	grep -q '"method":"elicitation/create".*a.txt' "$T/.run/stdout" ||
+		fail "no question with the summary: $(out)"
+	[ "$(sc 3 "['state']")" = applied ] || fail "the person said apply: $(reply 3)"
+	assert_content a.txt a
+	mcpseq --answer keep -- -C "$WS" --audit-log none -a on-request <<EOS
+$INIT
+$INITED
+$(call 2 exec_command '{"cmd":"echo b >b.txt","hold":true}')
+$(call 3 changes_apply '{}')
+EOS
+	jget "$(reply 3)" "m['result']['isError']" | grep -qx True || fail "kept held: $(reply 3)"
+	assert_absent b.txt
+}
+
+t_mcp_only_its_runs() {
+	changes_env
+	w --hold=keep -- sh -c 'echo p >person.txt'
+	expect_rc 0
+	local run
+	run=$(ls "$WARD_CHANGES_DIR/runs")
+	mcpseq -- -C "$WS" --audit-log none <<EOS
+$INIT
+$INITED
+$(call 2 changes_apply "{\"run\":$run}")
+$(call 3 changes_show "{\"run\":$run}")
+EOS
+	reply 2 | grep -q "not one of this server's runs" || fail "another's run applied: $(reply 2)"
+	reply 3 | grep -q "not one of this server's runs" || fail "another's run shown: $(reply 3)"
+	assert_absent person.txt
+}
+
 tcase "every kind of change, held then discarded: the host byte-identical" t_held_discarded
 tcase "every kind of change, held then applied: the host is what the command saw" t_held_applied
 tcase "every kind of change, recorded then undone: the host byte-identical" t_recorded_undone
@@ -478,4 +585,8 @@ tcase "a symlink swapped in before apply is never followed" t_symlink_swapped
 tcase "a damaged record and an unknown run: one-line errors" t_damaged_record
 tcase "--json lists the changes" t_json_lists_changes
 tcase "the fallback refuses --hold (125)" t_fallback_refused
+tcase "ward mcp: recorded by default, listed, shown, undone" t_mcp_recorded_undone
+tcase "ward mcp: exec_command with hold, then changes_apply and changes_discard" t_mcp_hold_apply
+tcase "ward mcp with approvals: applying held changes asks the person" t_mcp_apply_asks
+tcase "ward mcp: the changes tools act on its own runs only" t_mcp_only_its_runs
 finish
