@@ -238,13 +238,16 @@ struct ward__changes_run {
 /* ------------------------------------------------------------ journal (journal.c) */
 
 /*
- * A new run in the journal (state RUNNING), its lock held: the id is the
- * next number, the record written. The journal's directory is made (0700)
- * when missing. argv (may be NULL) and cwd are for the listing.
+ * A new run in the journal (state RUNNING, id 0), its lock held, in a
+ * directory of its own that the listing does not show yet; the journal's
+ * directory is made (0700) when missing. argv (may be NULL) and cwd are for
+ * the listing.
  */
 WARD_INTERNAL int ward__journal_create(struct ward__changes_cfg *cfg, enum ward__run_mode mode,
 				       const char *cwd, char *const *argv,
 				       struct ward__changes_run **ret, struct ward_error *err);
+/* Gives a run its number (the next one) and its place among the journal's runs. */
+WARD_INTERNAL int ward__journal_number(struct ward__changes_run *run, struct ward_error *err);
 /*
  * Opens a run of the journal by id ("17", or NULL/"last" for the latest),
  * reads and checks its record. lock: take the run's lock (-EBUSY when another

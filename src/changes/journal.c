@@ -25,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -353,38 +354,44 @@ out:
 int ward__journal_create(struct ward__changes_cfg *cfg, enum ward__run_mode mode, const char *cwd,
 			 char *const *argv, struct ward__changes_run **ret, struct ward_error *err)
 {
+	static unsigned counter;
+	_cleanup_free_ char *runs = ward__path_join(cfg->dir, "runs"), *lock = NULL;
 	struct ward__changes_run *run = NULL;
-	_cleanup_close_ int jlock = -1;
-	_cleanup_free_ char *lock = NULL;
 	struct timespec ts;
-	uint64_t id;
+	uint32_t rnd = 0;
 	int r;
 
-	r = journal_lock(cfg, &jlock, err);
+	if (!runs)
+		return ward__error(err, -ENOMEM, "changes", "out of memory");
+	r = ward__mkdir_parents(runs, 0700);
 	if (r < 0)
-		return r;
-	for (int tries = 0;; tries++) {
-		id = next_id(cfg);
-		if (id == 0)
-			return ward__error(err, -EIO, "changes", "cannot number a new run in '%s'",
-					   cfg->dir);
-		run = run_new(cfg, id);
-		if (!run)
-			return ward__error(err, -ENOMEM, "changes", "out of memory");
-		if (mkdir(run->dir, 0700) == 0)
-			break;
-		r = -errno;
+		return ward__error(err, r, "changes", "cannot create the journal '%s': %m", runs);
+	run = run_new(cfg, 0);
+	if (!run)
+		return ward__error(err, -ENOMEM, "changes", "out of memory");
+	/*
+	 * No number yet: most runs change nothing and leave no trace. The run
+	 * is numbered (and shows in the journal) once it changed something
+	 * (ward__journal_number).
+	 */
+	free(run->dir);
+	if (getrandom(&rnd, sizeof(rnd), GRND_NONBLOCK) != sizeof(rnd))
+		rnd = (uint32_t)ward__now_ns();
+	if (asprintf(&run->dir, "%s/.run-%d-%u-%08x", runs, (int)getpid(), ++counter, rnd) < 0) {
+		run->dir = NULL;
 		ward__changes_run_free(run);
-		/* A counter behind the journal (lost in a crash): the next number. */
-		if (r != -EEXIST || tries >= 64)
-			return ward__error(err, r, "changes",
-					   "cannot create run %" PRIu64 " in '%s': %m", id,
-					   cfg->dir);
+		return ward__error(err, -ENOMEM, "changes", "out of memory");
+	}
+	if (mkdir(run->dir, 0700) < 0) {
+		r = ward__error(err, -errno, "changes", "cannot create '%s': %m", run->dir);
+		ward__changes_run_free(run);
+		return r;
 	}
 	lock = ward__path_join(run->dir, "lock");
 	r = lock ? lock_file(lock, false, &run->lock_fd) : -ENOMEM;
 	if (r < 0) {
-		ward__error(err, r, "changes", "cannot lock run %" PRIu64 ": %m", id);
+		ward__error(err, r, "changes", "cannot lock a new run: %m");
+		(void)ward__journal_remove(run);
 		ward__changes_run_free(run);
 		return r;
 	}
@@ -400,11 +407,46 @@ int ward__journal_create(struct ward__changes_cfg *cfg, enum ward__run_mode mode
 	run->cwd = strdup(cwd ? cwd : "/");
 	run->command = join_argv(argv);
 	if (!run->cwd || !run->command) {
-		ward__journal_remove(run);
+		(void)ward__journal_remove(run);
 		ward__changes_run_free(run);
 		return ward__error(err, -ENOMEM, "changes", "out of memory");
 	}
 	*ret = run;
+	return 0;
+}
+
+int ward__journal_number(struct ward__changes_run *run, struct ward_error *err)
+{
+	struct ward__changes_cfg *cfg = run->cfg;
+	_cleanup_close_ int jlock = -1;
+	char *dir = NULL;
+	uint64_t id;
+	int r;
+
+	if (run->id != 0)
+		return 0;
+	r = journal_lock(cfg, &jlock, err);
+	if (r < 0)
+		return r;
+	for (int tries = 0;; tries++) {
+		id = next_id(cfg);
+		if (id == 0)
+			return ward__error(err, -EIO, "changes", "cannot number a new run in '%s'",
+					   cfg->dir);
+		if (asprintf(&dir, "%s/runs/%" PRIu64, cfg->dir, id) < 0)
+			return ward__error(err, -ENOMEM, "changes", "out of memory");
+		/* NOREPLACE: a counter behind the journal (lost in a crash) takes the next number. */
+		if (renameat2(AT_FDCWD, run->dir, AT_FDCWD, dir, RENAME_NOREPLACE) == 0)
+			break;
+		r = -errno;
+		free(dir);
+		if (r != -EEXIST || tries >= 64)
+			return ward__error(err, r, "changes", "cannot number the run in '%s': %m",
+					   cfg->dir);
+	}
+	free(run->dir);
+	run->dir = dir;
+	run->id = id;
 	return 0;
 }
 
@@ -603,6 +645,40 @@ static int drop_layer(struct ward__changes_run *run, struct ward_error *err)
 	return r;
 }
 
+/* Unnumbered runs whose ward is gone (killed while its command ran): nothing to keep. */
+static void sweep_stale(struct ward__changes_cfg *cfg)
+{
+	_cleanup_free_ char *runs = ward__path_join(cfg->dir, "runs");
+	_cleanup_close_ int fd = -1;
+	DIR *d;
+	struct dirent *e;
+
+	if (!runs)
+		return;
+	fd = open(runs, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	d = fdopendir(fd);
+	if (!d)
+		return;
+	fd = -1;
+	while ((e = readdir(d))) {
+		_cleanup_free_ char *lock = NULL;
+		int lfd;
+
+		if (strncmp(e->d_name, ".run-", 5) != 0)
+			continue;
+		if (asprintf(&lock, "%s/%s/lock", runs, e->d_name) < 0)
+			break;
+		/* Its lock free: nobody works on it any more (a live ward holds it). */
+		if (lock_file(lock, false, &lfd) < 0)
+			continue;
+		(void)ward__fs_remove_at(dirfd(d), e->d_name);
+		close(lfd);
+	}
+	closedir(d);
+}
+
 int ward__journal_prune(struct ward__changes_cfg *cfg, uint64_t keep, struct ward_error *err)
 {
 	_cleanup_free_ uint64_t *ids = NULL;
@@ -615,6 +691,7 @@ int ward__journal_prune(struct ward__changes_cfg *cfg, uint64_t keep, struct war
 	r = journal_lock(cfg, &jlock, err);
 	if (r < 0)
 		return r;
+	sweep_stale(cfg);
 	r = ward__journal_list(cfg, &ids, &n, err);
 	if (r < 0 || n == 0)
 		return r;

@@ -63,7 +63,7 @@ static int mount_points(char ***ret, size_t *ret_n)
 	size_t len, n = 0;
 	int r;
 
-	r = ward__read_file("/proc/self/mountinfo", (size_t)16 << 20, &data, &len);
+	r = ward__read_file("/proc/self/mountinfo", (size_t)4 << 20, &data, &len);
 	if (r < 0)
 		return r;
 	for (char *line = data, *nl; line && *line; line = nl ? nl + 1 : NULL) {
@@ -288,9 +288,6 @@ int ward__changes_begin(struct ward__changes_cfg *cfg, const struct ward_policy 
 			.n_submounts = rt->n_submounts,
 		};
 	}
-	r = ward__journal_save(run, err);
-	if (r < 0)
-		goto fail;
 	*ret = run;
 	return 0;
 fail:
@@ -326,9 +323,11 @@ int ward__changes_end(struct ward__changes_run *run, const struct ward_policy *p
 	run->exit_code = exit_code;
 	r = ward__changes_scan(run, p, err);
 	if (r < 0) {
+		/* Kept for the person to look at (and discard): numbered, with why. */
 		(void)ward__changes_run_note(run, "its changes could not be read: %s",
 					     err ? err->message : "an error");
-		(void)ward__journal_save(run, NULL);
+		if (ward__journal_number(run, NULL) >= 0)
+			(void)ward__journal_save(run, NULL);
 		return r;
 	}
 	run->state = WARD_RS_HELD;
@@ -338,7 +337,9 @@ int ward__changes_end(struct ward__changes_run *run, const struct ward_policy *p
 		run->id = 0;
 		return 0;
 	}
-	r = ward__journal_save(run, err);
+	r = ward__journal_number(run, err);
+	if (r >= 0)
+		r = ward__journal_save(run, err);
 	if (r < 0)
 		return r;
 	if (run->mode == WARD_RUN_RECORD) {
@@ -362,7 +363,9 @@ int ward__changes_end(struct ward__changes_run *run, const struct ward_policy *p
 			(void)ward__journal_save(run, NULL);
 		}
 	}
-	(void)ward__journal_prune(run->cfg, run->id, NULL);
+	/* The bounds: after a run that kept something (an empty one left the journal already). */
+	if (run->mode == WARD_RUN_RECORD)
+		(void)ward__journal_prune(run->cfg, run->id, NULL);
 	return 0;
 }
 

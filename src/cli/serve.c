@@ -19,6 +19,7 @@
 #include "basic/cleanup.h"
 #include "basic/loop.h"
 #include "basic/util.h"
+#include "changes/changes.h"
 #include "cli/cli.h"
 #include "execserver/execserver.h"
 #include "transport/transport.h"
@@ -61,6 +62,16 @@ static const char serve_help[] =
 	"                               client's thread and tool call ('ward audit'; default\n"
 	"                               $XDG_STATE_HOME/ward/audit.jsonl)\n"
 	"\n"
+	"Review and undo (docs/changes.md; the ward/changes/* methods, docs/protocol.md):\n"
+	"      --record on|off          on (default): every sandboxed process's changes go\n"
+	"                               through a layer, are applied when it ends and kept for\n"
+	"                               undo (the host sees them at its end, not while it\n"
+	"                               runs); off: none\n"
+	"      --hold                   hold every process's changes until ward/changes/apply\n"
+	"                               (process/start's \"hold\" does it for one process)\n"
+	"      --keep-ignored           also keep what changes replace in ignored or\n"
+	"                               generated trees (node_modules, build, ...)\n"
+	"\n"
 	"Policy of processes whose request has no sandbox (as for 'ward run'):\n"
 	"  -s, --sandbox MODE, -C DIR, -w PATH, --protect PATH, --unprotect PATH,\n"
 	"      --deny-read PATH, --network off|on, --allow-domain PATTERN,\n"
@@ -87,6 +98,9 @@ enum {
 	OPT_SESSION_TTL,
 	OPT_EXITED_TTL,
 	OPT_AUDIT_LOG,
+	OPT_RECORD,
+	OPT_HOLD,
+	OPT_KEEP_IGNORED,
 };
 
 static const struct option serve_options[] = {
@@ -103,6 +117,9 @@ static const struct option serve_options[] = {
 	{"session-ttl", required_argument, NULL, OPT_SESSION_TTL},
 	{"exited-ttl", required_argument, NULL, OPT_EXITED_TTL},
 	{"audit-log", required_argument, NULL, OPT_AUDIT_LOG},
+	{"record", required_argument, NULL, OPT_RECORD},
+	{"hold", no_argument, NULL, OPT_HOLD},
+	{"keep-ignored", no_argument, NULL, OPT_KEEP_IGNORED},
 	{0},
 };
 
@@ -118,6 +135,7 @@ struct serve_args {
 	uint64_t max_connections, max_processes, max_message, retain_output, retain_total;
 	uint64_t session_ttl_ms, exited_ttl_ms;
 	const char *audit_log; /* NULL: the default; "none": no log */
+	bool no_record, hold, keep_ignored;
 };
 
 static int number(const char *opt, const char *arg, uint64_t lo, uint64_t hi, bool size,
@@ -174,6 +192,19 @@ static int handle_option(int c, const char *arg, void *userdata)
 	case OPT_AUDIT_LOG:
 		a->audit_log = arg;
 		return cli_audit_log_option("serve", arg);
+	case OPT_RECORD:
+		if (strcmp(arg, "on") != 0 && strcmp(arg, "off") != 0) {
+			cli_errorf("serve: --record '%s': expected on or off", arg);
+			return -1;
+		}
+		a->no_record = strcmp(arg, "off") == 0;
+		return 0;
+	case OPT_HOLD:
+		a->hold = true;
+		return 0;
+	case OPT_KEEP_IGNORED:
+		a->keep_ignored = true;
+		return 0;
 	case OPT_SESSION_TTL:
 	case OPT_EXITED_TTL: {
 		uint64_t ms;
@@ -322,6 +353,7 @@ int cli_serve(int argc, char **argv)
 	struct cli_extra_options extra = {serve_options, handle_option, &s};
 	struct cli_run_args a;
 	struct ward__xserver_config xc = {0};
+	struct ward__changes_cfg changes = {0};
 	struct ward__transport_limits lim;
 	struct ward__listener *listeners[MAX_LISTENERS] = {0};
 	struct ward__xserver *srv = NULL;
@@ -419,6 +451,27 @@ int cli_serve(int argc, char **argv)
 	lim.max_message = s.max_message ? (size_t)s.max_message : (size_t)16 << 20;
 	/* The JSON reader takes what the transports take: one limit, not two. */
 	xc.max_message = lim.max_message;
+	if (s.hold && s.no_record) {
+		cli_errorf("serve: --hold needs the journal: it cannot go with --record off");
+		goto out;
+	}
+	if (!s.no_record) {
+		/* Without a place for the journal the server still serves, and says so once. */
+		if (ward__changes_cfg_init(&changes, &err) < 0) {
+			if (s.hold) {
+				cli_report_error(&err);
+				goto out;
+			}
+			cli_errorf("serve: warning: changes are not recorded (undo is not "
+				   "available): %s",
+				   err.message);
+			err = (struct ward_error){0};
+		} else {
+			changes.keep_ignored = s.keep_ignored;
+			xc.changes = &changes;
+			xc.hold = s.hold;
+		}
+	}
 	if (ward__xserver_new(loop, &xc, &srv, &err) < 0) {
 		cli_report_error(&err);
 		goto out;
@@ -484,6 +537,7 @@ out:
 			ward__loop_iterate(loop, 25);
 		ward__loop_free(loop);
 	}
+	ward__changes_cfg_release(&changes);
 	cli_run_args_release(&a);
 	return code;
 }

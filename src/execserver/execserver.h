@@ -80,6 +80,13 @@ struct ward__xserver_config {
 	const char *audit_path;
 	/* ward's own directory (the audit log's), read-only in every sandbox that could write it. */
 	const char *own_dir;
+	/*
+	 * Review and undo (src/changes): every sandboxed process's changes are
+	 * recorded (or held: process/start's "hold", or hold here); the
+	 * ward/changes methods act on them. NULL: off. Must outlive the server.
+	 */
+	struct ward__changes_cfg *changes;
+	bool hold;
 };
 
 WARD_INTERNAL int ward__xserver_new(struct ward__loop *l, const struct ward__xserver_config *c,

@@ -20,6 +20,7 @@
 #include "basic/uri.h"
 #include "basic/util.h"
 
+#include "changes/changes.h"
 #include "execserver/xpolicy.h"
 #include "policy/policy.h"
 #include "execserver/xserver.h"
@@ -501,6 +502,11 @@ void ward__xs_handle_start(struct xconn *x, const struct ward__rpc_msg *m)
 		ward__xs_audit_net_hooks(p);
 		spec.net_hooks = &p->net_hooks;
 	}
+	r = ward__xs_changes_begin(s, p, params, argv, &spec, &e);
+	if (r < 0) {
+		ward__xs_reply_error(x, &m->id, WARD_RPC_INVALID_PARAMS, "%s", e.message);
+		goto fail;
+	}
 	/* Linked before the start: callbacks may come as soon as the loop runs. */
 	se->policy_bytes += p->policy_weight;
 	p->next = se->procs;
@@ -526,6 +532,10 @@ void ward__xs_handle_start(struct xconn *x, const struct ward__rpc_msg *m)
 	ward__xs_audit_start(s, p, argv, cwd);
 	return;
 fail:
+	if (p->crun) {
+		(void)ward__journal_remove(p->crun);
+		ward__changes_run_free(p->crun);
+	}
 	ward_policy_free(p->policy);
 	free(p->id);
 	free(p->id_json);

@@ -409,6 +409,7 @@ static void on_proc_exited(struct ward__proc *pr, void *userdata)
 	p->denied = ward__proc_denied(pr);
 	if (e && e->message[0] && !p->failure)
 		p->failure = strdup(e->message);
+	ward__xs_changes_end(p->sess->srv, p);
 	if (x && x->initialized) {
 		json_t *params =
 			json_pack("{s:s, s:I, s:i, s:b, s:o}", "processId", p->id, "seq",
@@ -419,6 +420,9 @@ static void on_proc_exited(struct ward__proc *pr, void *userdata)
 			json_object_set_new(params, "timedOut", json_true());
 		if (p->failure)
 			json_object_set_new(params, "failure", json_string(p->failure));
+		/* ward's extension: what the process changed (review and undo). */
+		if (p->changes)
+			json_object_set(params, "changes", p->changes);
 		ward__xs_notify(x, "process/exited", params);
 	} else {
 		++p->seq;
@@ -496,6 +500,9 @@ void ward__xs_proc_free(struct xproc *p)
 	se->n_procs--;
 	se->srv->n_procs--;
 	ward__loop_del_timer(se->srv->loop, p->remove_timer);
+	/* A process that goes before its end: what it changed is still recorded or held. */
+	ward__xs_changes_end(se->srv, p);
+	json_decref(p->changes);
 	release_proc(p);
 	while (p->n_chunks > 0)
 		drop_oldest(p);

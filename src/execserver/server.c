@@ -75,6 +75,14 @@ static void session_free(struct xsession *se)
 {
 	struct ward__xserver *s = se->srv;
 
+	/*
+	 * Every sandbox is killed first, together: a process whose changes are
+	 * recorded waits for its sandbox to be gone before they are read, and
+	 * one by one those waits would add up.
+	 */
+	for (struct xproc *p = se->procs; p; p = p->next)
+		if (p->crun)
+			ward__proc_terminate(p->proc);
 	while (se->procs)
 		ward__xs_proc_free(se->procs);
 	ward__proc_pool_free(se->pool);
@@ -326,6 +334,8 @@ static const char *method_family(const char *meth)
 		return "environment info";
 	if (strcmp(meth, "environment/status") == 0)
 		return "environment status";
+	if (strncmp(meth, "ward/changes/", 13) == 0)
+		return "changes";
 	return NULL;
 }
 
@@ -371,6 +381,8 @@ static void handle_request(struct xconn *x, const struct ward__rpc_msg *m)
 		ward__xs_reply(x, &m->id, environment_info(x->srv));
 	else if (strcmp(meth, "environment/status") == 0)
 		ward__xs_reply(x, &m->id, json_pack("{s:s}", "status", "ready"));
+	else if (strncmp(meth, "ward/changes/", 13) == 0)
+		ward__xs_handle_changes(x, m);
 	else
 		handle_fs(x, m);
 }

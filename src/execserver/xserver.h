@@ -21,6 +21,7 @@
  *   procmethods.c  process/start, process/read, write, signal, terminate
  *   procs.c        a process: retained output, waiting reads, notifications
  *   send.c         replies and notifications to a connection
+ *   changes.c      review and undo: a process's run, the ward/changes methods
  * (the filesystem methods are fsops.c's, which server.c calls).
  */
 
@@ -118,8 +119,14 @@ struct xproc {
 	/* The writeIds accepted, oldest first (at most WARD_XS_WRITE_IDS). */
 	struct xwid *wids_oldest, *wids_newest;
 	size_t n_wids;
+	/* Review and undo: the run holding or recording its changes, then what they were. */
+	struct ward__changes_run *crun;
+	json_t *changes;
 	struct xproc *prev, *next;
 };
+
+/* The runs of this server the ward/changes methods act on (the most recent ones). */
+#define WARD_XS_MAX_RUNS 4096
 
 struct xsession {
 	struct ward__xserver *srv;
@@ -163,6 +170,8 @@ struct ward__xserver {
 	char *cwd;
 	bool audit_failed; /* the audit log could not be written (said once) */
 	struct ward__xfs_orphans fs_orphans; /* fs operations whose connection went */
+	uint64_t runs[WARD_XS_MAX_RUNS]; /* review and undo: this server's runs, oldest first */
+	size_t n_runs;
 };
 
 /* send.c: what goes to a connection (x may be NULL: nothing is sent). */
@@ -198,6 +207,20 @@ WARD_INTERNAL void ward__xs_audit_net_hooks(struct xproc *p);
 /* audit.c: a started process in the audit log (nothing when the server keeps none). */
 WARD_INTERNAL void ward__xs_audit_start(struct ward__xserver *s, const struct xproc *p,
 					char *const *argv, const char *cwd);
+
+/*
+ * changes.c: review and undo. begin: the run of a process about to start
+ * (process/start's "hold", the server's recording), its layers into spec;
+ * -errno with e when a hold asked for cannot be had. end: the process
+ * ended, its changes read into p->changes (once its sandbox is gone). The
+ * ward/changes methods.
+ */
+struct ward__proc_spec;
+WARD_INTERNAL int ward__xs_changes_begin(struct ward__xserver *s, struct xproc *p, json_t *params,
+					 char *const *argv, struct ward__proc_spec *spec,
+					 struct ward_error *e);
+WARD_INTERNAL void ward__xs_changes_end(struct ward__xserver *s, struct xproc *p);
+WARD_INTERNAL void ward__xs_handle_changes(struct xconn *x, const struct ward__rpc_msg *m);
 
 /* procmethods.c: the process methods, on an initialized connection. */
 WARD_INTERNAL void ward__xs_handle_start(struct xconn *x, const struct ward__rpc_msg *m);

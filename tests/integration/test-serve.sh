@@ -388,7 +388,8 @@ t_exited_release_their_sandbox() {
 t_prepared_not_across_connections() {
 	local m n
 	m=$(marker prepared)
-	serve --listen ws://127.0.0.1:0 --no-auth
+	# Prepared sandboxes are for processes without a layer (review and undo off).
+	serve --listen ws://127.0.0.1:0 --no-auth --record off
 	mkfifo "$T/hold3"
 	(
 		exec 3<"$T/hold3"
