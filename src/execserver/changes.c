@@ -53,9 +53,10 @@ int ward__xs_changes_begin(struct ward__xserver *s, struct xproc *p, json_t *par
 		return ward__error(e, -EINVAL, "changes", "%s", why);
 	if (!s->cfg.changes) {
 		if (q > 0 && hold)
-			return ward__error(e, -EINVAL, "changes",
-					   "this server keeps no journal of changes (--record off): "
-					   "nothing can be held");
+			return ward__error(
+				e, -EINVAL, "changes",
+				"this server keeps no journal of changes (--record off): "
+				"nothing can be held");
 		return 0;
 	}
 	if (!p->sandboxed || p->policy->mode == WARD_MODE_READ_ONLY) {
@@ -96,8 +97,8 @@ void ward__xs_changes_end(struct ward__xserver *s, struct xproc *p)
 		r = ward__changes_end(p->crun, p->policy, ward__proc_exit_code(p->proc), &e);
 	if (r >= 0 && p->crun->id != 0) {
 		note_run(s, p->crun->id);
-		p->changes = ward__changes_to_json(p->crun,
-						   p->crun->mode == WARD_RUN_HOLD ? 200 : 20);
+		p->changes =
+			ward__changes_to_json(p->crun, p->crun->mode == WARD_RUN_HOLD ? 200 : 20);
 	} else if (r < 0) {
 		p->changes = json_pack("{s:s}", "error", e.message);
 	}
@@ -254,7 +255,8 @@ static void changes_undo(struct xconn *x, const struct ward__rpc_msg *m)
 	    ward__arg_bool(m->params, "partial", &partial, why, sizeof(why)) < 0 ||
 	    (force && partial)) {
 		ward__xs_reply_error(x, &m->id, WARD_RPC_INVALID_PARAMS, "%s",
-				     force && partial ? "force and partial cannot go together" : why);
+				     force && partial ? "force and partial cannot go together"
+						      : why);
 		return;
 	}
 	run = param_run(x, m, 1u << WARD_RS_APPLIED | 1u << WARD_RS_UNDOING, true);
