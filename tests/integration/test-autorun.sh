@@ -261,6 +261,34 @@ t_approval_offers_the_path() {
 	assert_absent "$WS/.vscode/tasks.json"
 }
 
+t_approval_lifts_only_what_it_shows() {
+	need_cmd python3
+	export XDG_STATE_HOME=$T/state XDG_CONFIG_HOME=$T/config
+	git init -q "$WS" && mkdir -p "$WS/a/b"
+	# The guard names a planted .vscode by its watched directory's old path
+	# (a/b, renamed to c); a/b is left a link that, through node_modules/x/.vscode
+	# (never scanned), leads to the workspace itself. Lifting "a/b/.vscode" would
+	# lift everything: it is not offered; c/.vscode, which names itself, is.
+	cat >"$T/attack.sh" <<'EOS'
+if [ ! -e .round1 ]; then
+	touch .round1
+	mkdir -p node_modules/x && ln -s ../../.. node_modules/x/.vscode
+	mv a/b c && ln -s ../node_modules/x a/b
+	mkdir c/.vscode
+	sleep 2
+else
+	echo evil >.git/hooks/pre-commit
+fi
+EOS
+	LAST_CMD="ward run -a on-request (keys y n)"
+	timeout -k 3 60 python3 "$ASK" --keys yn -- "$WARD" run -a on-request -- sh "$T/attack.sh" \
+		>"$T/.run/stdout" 2>"$T/.run/stderr"
+	WRC=$?
+	! grep -q "writable   $WS/a/b/.vscode" "$T/.run/stdout" || fail "a path through a link was offered"
+	assert_stdout_has "writable   $WS/c/.vscode"
+	assert_absent "$WS/.git/hooks/pre-commit"
+}
+
 t_bounds_fail_closed() {
 	# More new directories where names matter than the guard watches: the run stops.
 	w -- sh -c 'mkdir lots && cd lots && seq 1 8300 | xargs mkdir; sleep 1'
@@ -290,5 +318,6 @@ tcase "npm install of a local tarball and directory" t_npm_install_of_a_local_pa
 tcase "--unprotect lifts one entry" t_unprotect_lifts_one_entry
 tcase "denials and policy show carry the reason" t_reports_carry_the_reason
 tcase "an approval question offers the refused path" t_approval_offers_the_path
+tcase "an approval lifts what it shows, never where a link leads" t_approval_lifts_only_what_it_shows
 tcase "past the guard's and the scan's bounds: stopped, or said" t_bounds_fail_closed
 finish
