@@ -15,13 +15,35 @@
 #include "sandbox/guard-state.h"
 
 /*
- * Removes name under parent_fd without following symlinks; directories
- * recursively (bounded depth), made writable first (the command may have left
- * a directory mode 0555 to keep it). Only entries owned by ward's own user are
- * touched: the sandbox creates files as that user, anything else was made by
- * someone else and is not ours to delete. Returns the first error.
+ * Gives the directory parent_fd is open on (maybe O_PATH) its owner's read,
+ * write and search rights, when it is ward's user's, and says what its mode
+ * was. Through /proc/self/fd: the directory already opened, never a path the
+ * command could change.
  */
-int ward__remove_tree_at(int parent_fd, const char *name, unsigned depth)
+static bool open_up(int parent_fd, mode_t *ret_mode)
+{
+	char proc[64];
+	struct stat st;
+
+	if (fstat(parent_fd, &st) < 0 || !S_ISDIR(st.st_mode) || st.st_uid != geteuid() ||
+	    (st.st_mode & S_IRWXU) == S_IRWXU)
+		return false;
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", parent_fd);
+	if (chmod(proc, (st.st_mode & 07777) | S_IRWXU) < 0)
+		return false;
+	*ret_mode = st.st_mode & 07777;
+	return true;
+}
+
+static void give_back(int parent_fd, mode_t mode)
+{
+	char proc[64];
+
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", parent_fd);
+	(void)chmod(proc, mode);
+}
+
+static int remove_at(int parent_fd, const char *name, unsigned depth)
 {
 	_cleanup_close_ int fd = -1;
 	struct stat st;
@@ -58,6 +80,28 @@ int ward__remove_tree_at(int parent_fd, const char *name, unsigned depth)
 	if (r < 0)
 		return r;
 	return RET_NERRNO(unlinkat(parent_fd, name, AT_REMOVEDIR));
+}
+
+/*
+ * Removes name under parent_fd without following symlinks; directories
+ * recursively (bounded depth), made writable first (the command may have left
+ * a directory mode 0555 to keep it). Only entries owned by ward's own user are
+ * touched: the sandbox creates files as that user, anything else was made by
+ * someone else and is not ours to delete. A parent that refuses (the command
+ * made its own directory 0555 or 0 around what it planted: only root could
+ * unlink in it) is opened up when it is ward's user's, and given its mode
+ * back. Returns the first error.
+ */
+int ward__remove_tree_at(int parent_fd, const char *name, unsigned depth)
+{
+	mode_t mode;
+	int r = remove_at(parent_fd, name, depth);
+
+	if (r == -EACCES && open_up(parent_fd, &mode)) {
+		r = remove_at(parent_fd, name, depth);
+		give_back(parent_fd, mode);
+	}
+	return r;
 }
 
 int ward__open_dir_nofollow(const char *path)

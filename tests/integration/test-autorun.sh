@@ -261,6 +261,15 @@ t_approval_offers_the_path() {
 	assert_absent "$WS/.vscode/tasks.json"
 }
 
+t_a_read_only_parent_does_not_keep_a_plant() {
+	# Prepared deep down in a directory made read-only (only root could unlink
+	# in it), its writable parent renamed into place: the guard opens it up.
+	stopped "$WS/Y/X/.bashrc" sh -c \
+		'mkdir -p d/d/P/X && echo evil >d/d/P/X/.bashrc && chmod 555 d/d/P/X && mv d/d/P Y; sleep 1'
+	assert_absent "$WS/Y/X/.bashrc"
+	[ "$(stat -c %a "$WS/Y/X")" = 555 ] || fail "the directory's mode was not given back"
+}
+
 t_approval_lifts_only_what_it_shows() {
 	need_cmd python3
 	export XDG_STATE_HOME=$T/state XDG_CONFIG_HOME=$T/config
@@ -318,6 +327,8 @@ tcase "npm install of a local tarball and directory" t_npm_install_of_a_local_pa
 tcase "--unprotect lifts one entry" t_unprotect_lifts_one_entry
 tcase "denials and policy show carry the reason" t_reports_carry_the_reason
 tcase "an approval question offers the refused path" t_approval_offers_the_path
+tcase "a planted name in a read-only directory is removed all the same" \
+	t_a_read_only_parent_does_not_keep_a_plant
 tcase "an approval lifts what it shows, never where a link leads" t_approval_lifts_only_what_it_shows
 tcase "past the guard's and the scan's bounds: stopped, or said" t_bounds_fail_closed
 finish
