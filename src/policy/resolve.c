@@ -75,10 +75,16 @@ static char *home_dir(void)
 	return strdup(canon);
 }
 
-/* A directory a package manager fills (installs write there): node_modules/.bin, a virtualenv's bin. */
+/*
+ * A directory a package manager fills (installs write there): node_modules/.bin,
+ * a virtualenv's bin. A virtualenv is known by pyvenv.cfg beside its bin AND
+ * the activate script in it: pyvenv.cfg alone is a file any command can
+ * write next to a protected bin, to have it unprotected at the next launch,
+ * while the bin itself (read-only, or not there: guarded) it cannot fill.
+ */
 static bool tool_managed(const char *dir)
 {
-	_cleanup_free_ char *parent = strdup(dir), *cfg = NULL;
+	_cleanup_free_ char *parent = strdup(dir), *cfg = NULL, *activate = NULL;
 	const char *base = strrchr(dir, '/');
 	char *slash;
 
@@ -90,7 +96,8 @@ static bool tool_managed(const char *dir)
 	    strcmp(strrchr(parent, '/') + 1, "node_modules") == 0)
 		return true;
 	cfg = ward__path_join(parent[0] ? parent : "/", "pyvenv.cfg");
-	return cfg && access(cfg, F_OK) == 0;
+	activate = ward__path_join(dir, "activate");
+	return cfg && activate && access(cfg, F_OK) == 0 && access(activate, F_OK) == 0;
 }
 
 /*

@@ -343,15 +343,20 @@ TEST(path_directories_inside_a_root)
 	mkdir_p(ws, "node_modules/.bin");
 	mkdir_p(ws, "venv/bin");
 	touch(ws, "venv/pyvenv.cfg");
+	touch(ws, "venv/bin/activate");
+	/* pyvenv.cfg is any command's to write: without activate in the bin, no virtualenv. */
+	mkdir_p(ws, "fake/bin");
+	touch(ws, "fake/pyvenv.cfg");
 	mkdir_p(ws, "tools");
 	snprintf(
 		path, sizeof(path),
-		"%s/bin:%s/a/b/bin:%s/missing/bin:tools:.:%s/node_modules/.bin:%s/venv/bin:/usr/bin",
-		ws, ws, ws, ws, ws);
+		"%s/bin:%s/a/b/bin:%s/missing/bin:tools:.:%s/node_modules/.bin:%s/venv/bin:%s/fake/bin:/usr/bin",
+		ws, ws, ws, ws, ws, ws);
 	setenv("PATH", path, 1);
 	p = resolved(ws);
 	ASSERT_ENTRY(p, ws, "bin", WARD_PROTECT_READONLY, "autorun: on PATH");
 	ASSERT_ENTRY(p, ws, "a/b/bin", WARD_PROTECT_READONLY, "autorun: on PATH");
+	ASSERT_ENTRY(p, ws, "fake/bin", WARD_PROTECT_READONLY, "autorun: on PATH");
 	/* A relative entry, from the working directory. */
 	ASSERT_ENTRY(p, ws, "tools", WARD_PROTECT_READONLY, "autorun: on PATH");
 	/* Missing: followed as it is created, not refused at its first directory. */
