@@ -270,6 +270,19 @@ t_a_read_only_parent_does_not_keep_a_plant() {
 	[ "$(stat -c %a "$WS/Y/X")" = 555 ] || fail "the directory's mode was not given back"
 }
 
+t_hostile_names_are_shown_escaped() {
+	local e
+	e=$(printf 'x\033]0;PWNED\007\033[2J')
+	w -- sh -c "mkdir '$e' && mkdir '$e/.vscode'; sleep 1"
+	[ "$WRC" != 0 ] && [ "$WRC" != 125 ] || fail "expected the run to be stopped, got exit $WRC"
+	assert_stderr_has 'x\x1b]0;PWNED\x07\x1b[2J/.vscode'
+	! grep -q "$(printf '\033')" "$T/.run/stderr" || fail "an escape sequence reached stderr"
+	# Not UTF-8: policy show still gives the path (its bytes escaped), never an entry without one.
+	mkdir -p "$WS/$(printf 'bad\377')/.claude"
+	"$WARD" policy show >"$T/show" || fail "policy show failed"
+	grep -q '"path": "'"$WS"'/bad\\\\xff/.claude"' "$T/show" || fail "policy show lacks the path: $(grep -c bad "$T/show")"
+}
+
 t_approval_lifts_only_what_it_shows() {
 	need_cmd python3
 	export XDG_STATE_HOME=$T/state XDG_CONFIG_HOME=$T/config
@@ -329,6 +342,7 @@ tcase "denials and policy show carry the reason" t_reports_carry_the_reason
 tcase "an approval question offers the refused path" t_approval_offers_the_path
 tcase "a planted name in a read-only directory is removed all the same" \
 	t_a_read_only_parent_does_not_keep_a_plant
+tcase "names a command chose are escaped in messages and policy show" t_hostile_names_are_shown_escaped
 tcase "an approval lifts what it shows, never where a link leads" t_approval_lifts_only_what_it_shows
 tcase "past the guard's and the scan's bounds: stopped, or said" t_bounds_fail_closed
 finish
