@@ -315,6 +315,13 @@ TEST(a_home_deep_in_a_root_and_a_root_that_is_the_home)
 	ASSERT_ENTRY(p, home, ".aws", WARD_PROTECT_READONLY, "autorun: tool credentials");
 	/* Two levels beneath the home too, though five beneath the root. */
 	ASSERT_ENTRY(p, home, "x/y/.vscode", WARD_PROTECT_READONLY, "autorun: editor tasks");
+	/*
+	 * A .git there or above (up to the root) would be the repository of
+	 * every directory of the home: guarded.
+	 */
+	ASSERT_ENTRY(p, home, ".git", WARD_PROTECT_MISSING, "autorun: git config");
+	ASSERT_ENTRY(p, ws, "a/b/.git", WARD_PROTECT_MISSING, "autorun: git config");
+	ASSERT_ENTRY(p, ws, ".git", WARD_PROTECT_MISSING, "autorun: git config");
 	ASSERT_TRUE(pinned(p, ws, "a"));
 	ASSERT_TRUE(pinned(p, ws, "a/b/c/d"));
 	ward_policy_free(p);
@@ -326,6 +333,7 @@ TEST(a_home_deep_in_a_root_and_a_root_that_is_the_home)
 	ASSERT_ENTRY(p, ws, ".kube", WARD_PROTECT_READONLY, "autorun: tool credentials");
 	ASSERT_ENTRY(p, ws, ".xinitrc", WARD_PROTECT_MISSING, "autorun: session start");
 	ASSERT_ENTRY(p, ws, ".bashrc", WARD_PROTECT_MISSING, "autorun: shell startup");
+	ASSERT_ENTRY(p, ws, ".git", WARD_PROTECT_MISSING, "autorun: git config");
 	ward_policy_free(p);
 }
 
