@@ -270,6 +270,17 @@ t_a_read_only_parent_does_not_keep_a_plant() {
 	[ "$(stat -c %a "$WS/Y/X")" = 555 ] || fail "the directory's mode was not given back"
 }
 
+t_a_hard_link_does_not_keep_hold() {
+	# Mounted read-only, .bashrc cannot be linked (EXDEV); in the fallback it
+	# can, and the link stays: the protected name must not be that inode any more.
+	printf 'orig\n' >"$WS/.bashrc"
+	w -- sh -c 'ln .bashrc x; sleep 1'
+	assert_content "$WS/.bashrc" orig
+	if [ -e "$WS/x" ] && [ "$(stat -c %i "$WS/x")" = "$(stat -c %i "$WS/.bashrc")" ]; then
+		fail "a link made in the sandbox is still the protected file"
+	fi
+}
+
 t_hostile_names_are_shown_escaped() {
 	local e
 	e=$(printf 'x\033]0;PWNED\007\033[2J')
@@ -342,6 +353,7 @@ tcase "denials and policy show carry the reason" t_reports_carry_the_reason
 tcase "an approval question offers the refused path" t_approval_offers_the_path
 tcase "a planted name in a read-only directory is removed all the same" \
 	t_a_read_only_parent_does_not_keep_a_plant
+tcase "a hard link made to a protected file does not stay it" t_a_hard_link_does_not_keep_hold
 tcase "names a command chose are escaped in messages and policy show" t_hostile_names_are_shown_escaped
 tcase "an approval lifts what it shows, never where a link leads" t_approval_lifts_only_what_it_shows
 tcase "past the guard's and the scan's bounds: stopped, or said" t_bounds_fail_closed
