@@ -255,6 +255,17 @@ TEST(a_symlinked_name_protects_its_target_and_guards_the_link)
 	ASSERT_ENTRY(p, ws, "real-vscode", WARD_PROTECT_READONLY, "autorun: editor tasks");
 	ASSERT_ENTRY(p, ws, ".vscode", WARD_PROTECT_MISSING, "autorun: editor tasks");
 	ward_policy_free(p);
+
+	/* Dangling: what it names is guarded (made, it would be .mcp.json). A loop ends. */
+	snprintf(link, sizeof(link), "%s/.mcp.json", ws);
+	ASSERT_EQ(symlink("cfg/mcp.json", link), 0);
+	snprintf(link, sizeof(link), "%s/.claude", ws);
+	ASSERT_EQ(symlink(".claude", link), 0);
+	p = resolved(ws);
+	ASSERT_ENTRY(p, ws, ".mcp.json", WARD_PROTECT_MISSING, "autorun: agent config");
+	ASSERT_ENTRY(p, ws, "cfg/mcp.json", WARD_PROTECT_MISSING, "autorun: agent config");
+	ASSERT_ENTRY(p, ws, ".claude", WARD_PROTECT_MISSING, "autorun: agent config");
+	ward_policy_free(p);
 }
 
 /* ------------------------------------------------------------------ the home directory */
