@@ -6,6 +6,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <linux/openat2.h>
+#include <stdio.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -59,10 +60,24 @@ static int remove_at(int parent_fd, const char *name, unsigned depth)
 		return RET_NERRNO(unlinkat(parent_fd, name, 0));
 	if (depth > 64)
 		return -ELOOP;
-	fd = openat(parent_fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	/*
+	 * Made readable and writable before it is opened for reading: a
+	 * directory left mode 0 could not be opened at all. Through an O_PATH
+	 * descriptor of it, never by name.
+	 */
+	{
+		_cleanup_close_ int o =
+			openat(parent_fd, name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		char proc[64];
+
+		if (o < 0)
+			return -errno;
+		snprintf(proc, sizeof(proc), "/proc/self/fd/%d", o);
+		if ((st.st_mode & S_IRWXU) != S_IRWXU && chmod(proc, 0700) < 0)
+			return -errno;
+		fd = openat(o, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	}
 	if (fd < 0)
-		return -errno;
-	if (fchmod(fd, 0700) < 0)
 		return -errno;
 	d = fdopendir(TAKE_FD(fd));
 	if (!d)

@@ -268,6 +268,9 @@ t_a_read_only_parent_does_not_keep_a_plant() {
 		'mkdir -p d/d/P/X && echo evil >d/d/P/X/.bashrc && chmod 555 d/d/P/X && mv d/d/P Y; sleep 1'
 	assert_absent "$WS/Y/X/.bashrc"
 	[ "$(stat -c %a "$WS/Y/X")" = 555 ] || fail "the directory's mode was not given back"
+	# The planted directory itself left mode 0: emptied and removed all the same.
+	stopped "$WS/V/.vscode" sh -c \
+		'mkdir -p f/f/P/.vscode && echo x >f/f/P/.vscode/tasks.json && chmod 0 f/f/P/.vscode && mv f/f/P V; sleep 1'
 }
 
 t_a_hard_link_does_not_keep_hold() {
