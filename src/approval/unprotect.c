@@ -32,6 +32,50 @@ static bool is_change(const char *access)
 	return false;
 }
 
+/*
+ * Whether path names itself: no component of it is a symlink now (the
+ * canonical form of its existing part, with the missing rest as it is, is
+ * path). A denial names a path the command may have built: a directory the
+ * guard watched, renamed away and replaced by a link, or a protected name
+ * that is a link. Lifted, such a path would be made canonical and could lift
+ * anything the link leads to, up to the workspace itself; the person is
+ * asked about what they read, or not at all.
+ */
+static bool literal(const char *path)
+{
+	char anc[PATH_MAX], canon[PATH_MAX];
+	size_t cut = strlen(path);
+
+	if (path[0] != '/' || cut >= sizeof(anc))
+		return false;
+	memcpy(anc, path, cut + 1);
+	while (!realpath(anc, canon)) {
+		char *slash = strrchr(anc, '/');
+
+		if (errno != ENOENT || !slash || slash == anc)
+			return false;
+		*slash = '\0';
+		cut = (size_t)(slash - anc);
+	}
+	/* The existing part must be itself, and the missing rest cannot hold a link. */
+	return strlen(canon) == cut && memcmp(canon, path, cut) == 0;
+}
+
+/*
+ * The question's words for a path: control characters escaped, so that a
+ * name cannot start lines of its own in the question (a front end may show
+ * the text as it is).
+ */
+static int append_path(struct ward__buf *b, const char *path)
+{
+	int r = 0;
+
+	for (const unsigned char *c = (const unsigned char *)path; *c && r >= 0; c++)
+		r = *c < 0x20 || *c == 0x7f ? ward__buf_printf(b, "\\x%02x", *c)
+					    : ward__buf_append_byte(b, *c);
+	return r;
+}
+
 void ward__lift_release(struct ward__lift *l)
 {
 	for (size_t i = 0; i < l->n; i++)
@@ -60,6 +104,8 @@ int ward__lift_find(const struct ward_policy *p, const struct ward__denial *d, s
 			goto fail;
 		if (r < 0)
 			continue;
+		/* Not what it says (a link on the way): not offered, the refusal stands. */
+		dup = !literal(lift);
 		for (size_t k = 0; k < ret->n && !dup; k++)
 			dup = strcmp(ret->paths[k], lift) == 0;
 		/* Lifted once already: refused again, it is not asked about twice. */
@@ -84,8 +130,12 @@ int ward__lift_find(const struct ward_policy *p, const struct ward__denial *d, s
 	for (size_t i = 0; r >= 0 && i < ret->n; i++) {
 		const char *runs = ward__policy_reason_runner(ret->reasons[i]);
 
-		r = ward__buf_printf(&b, " %s (%s%s%s)%s", ret->paths[i], ret->reasons[i],
-				     runs ? ": " : "", runs ? runs : "", i + 1 < ret->n ? ";" : "");
+		r = ward__buf_append_byte(&b, ' ');
+		if (r >= 0)
+			r = append_path(&b, ret->paths[i]);
+		if (r >= 0)
+			r = ward__buf_printf(&b, " (%s%s%s)%s", ret->reasons[i], runs ? ": " : "",
+					     runs ? runs : "", i + 1 < ret->n ? ";" : "");
 	}
 	if (r >= 0)
 		r = ward__buf_printf(&b,
@@ -125,6 +175,21 @@ int ward__lift_policy(const struct ward_policy *base, const struct ward__lift *l
 		ward_policy_free(p);
 		return r;
 	}
+	/*
+	 * What is lifted is what the person was shown, or nothing: a path that
+	 * became a link since the question (or a name that was one) would lift
+	 * where it leads once made canonical.
+	 */
+	for (size_t k = 0; k < n_lifts; k++)
+		for (size_t i = 0; i < lifts[k].n; i++)
+			if (!ward__strv_contains(&p->unprotected, lifts[k].paths[i])) {
+				r = ward__error(
+					err, -ELOOP, "approval",
+					"cannot lift the protection of '%s': it leads elsewhere now (a symbolic link)",
+					lifts[k].paths[i]);
+				ward_policy_free(p);
+				return r;
+			}
 	*ret = p;
 	return 0;
 }

@@ -12,6 +12,7 @@
  * real terminal, so it cannot inject keystrokes into it.
  */
 #include <fcntl.h>
+#include <limits.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -26,6 +27,7 @@
 #include "basic/cleanup.h"
 #include "basic/error.h"
 #include "basic/util.h"
+#include "cli/ask.h"
 #include "cli/cli.h"
 #include "exec/exec.h"
 #include "approval/approval.h"
@@ -171,8 +173,12 @@ static void print_net_denials(const struct ward__sandbox *sb)
 			more++;
 			continue;
 		}
-		cli_errorf("run: network access to '%s' refused (%s)", sb->denials[i].target,
-			   sb->denials[i].reason);
+		{
+			_cleanup_free_ char *t = cli_sanitize(sb->denials[i].target, 512);
+
+			cli_errorf("run: network access to '%s' refused (%s)", t ? t : "?",
+				   sb->denials[i].reason);
+		}
 	}
 	if (more)
 		cli_errorf("run: and %zu more network refusals", more);
@@ -361,21 +367,31 @@ int cli_run_plain(struct cli_run_args *a, struct ward_policy *policy, struct cli
 	} else if (sb.have_error) {
 		cli_report_error(&sb.error.error);
 	}
-	/* The guard's reports: a change ward saw (no syscall was refused), undone. */
+	/*
+	 * The guard's reports: a change ward saw (no syscall was refused), undone.
+	 * The paths are names the command chose: escaped for the terminal.
+	 */
 	if (sb.guard_tripped)
-		for (size_t i = 0; i < sb.n_denials; i++)
-			if (!sb.denials[i].syscall[0] && sb.denials[i].error == 0 &&
-			    strcmp(sb.denials[i].access, "network") != 0)
-				cli_errorf(
-					"run: the command changed protected path '%s' (%s%s%s); the sandbox was stopped and the path restored",
-					sb.denials[i].target, sb.denials[i].access,
-					sb.denials[i].reason ? ", " : "",
-					sb.denials[i].reason ? sb.denials[i].reason : "");
+		for (size_t i = 0; i < sb.n_denials; i++) {
+			_cleanup_free_ char *t = NULL;
+
+			if (sb.denials[i].syscall[0] || sb.denials[i].error != 0 ||
+			    strcmp(sb.denials[i].access, "network") == 0)
+				continue;
+			t = cli_sanitize(sb.denials[i].target, PATH_MAX);
+			cli_errorf(
+				"run: the command changed protected path '%s' (%s%s%s); the sandbox was stopped and the path restored",
+				t ? t : "?", sb.denials[i].access, sb.denials[i].reason ? ", " : "",
+				sb.denials[i].reason ? sb.denials[i].reason : "");
+		}
 	print_net_denials(&sb);
-	if (sb.guard_left[0])
+	if (sb.guard_left[0]) {
+		_cleanup_free_ char *t = cli_sanitize(sb.guard_left, PATH_MAX);
+
 		cli_errorf(
 			"run: could not restore protected path %s; put it right by hand before git or an agent runs there",
-			sb.guard_left);
+			t ? t : "?");
+	}
 	if (timed_out)
 		code = WARD_EXIT_TIMEOUT;
 	if (rep)

@@ -50,8 +50,10 @@ static void add_note(struct approval *ap, const char *note)
  * Text a command or a model controls, fit to show a person: control
  * characters (C0, DEL, C1) and bidirectional overrides are written as
  * escapes, so they can neither restyle the question nor hide part of it.
+ * one_line: newlines and tabs too (a path: a name the command chose must not
+ * begin lines of its own, "Writable this once:" and all).
  */
-static char *printable(const char *s, size_t max)
+static char *printable_as(const char *s, size_t max, bool one_line)
 {
 	struct ward__buf b;
 	size_t n = strlen(s);
@@ -60,7 +62,7 @@ static char *printable(const char *s, size_t max)
 	for (size_t i = 0; i < n && b.len < max * 6; i++) {
 		unsigned char c = (unsigned char)s[i];
 
-		if (c == '\n' || c == '\t' || (c >= 0x20 && c < 0x7f)) {
+		if (((c == '\n' || c == '\t') && !one_line) || (c >= 0x20 && c < 0x7f)) {
 			ward__buf_append_byte(&b, c);
 		} else if (c < 0x20 || c == 0x7f) {
 			ward__buf_printf(&b, "\\x%02x", c);
@@ -86,6 +88,16 @@ static char *printable(const char *s, size_t max)
 	return (char *)ward__buf_steal(&b, NULL);
 }
 
+static char *printable(const char *s, size_t max)
+{
+	return printable_as(s, max, false);
+}
+
+static char *printable_path(const char *s, size_t max)
+{
+	return printable_as(s, max, true);
+}
+
 static const char *const decision_titles[] = {
 	[WARD_REVIEW_APPROVED] = "Yes, run it this once",
 	[WARD_REVIEW_APPROVED_FOR_SESSION] =
@@ -101,7 +113,7 @@ static json_t *elicit_params(struct mcp *m, struct approval *ap,
 			     const struct ward_approval_question *q)
 {
 	_cleanup_free_ char *cmd = printable(ap->cmd, 4096);
-	_cleanup_free_ char *cwd = printable(q->cwd ? q->cwd : "", 1024);
+	_cleanup_free_ char *cwd = printable_path(q->cwd ? q->cwd : "", 1024);
 	_cleanup_free_ char *reason = printable(q->reason, 2048);
 	_cleanup_free_ char *just = q->justification ? printable(q->justification, 2048) : NULL;
 	_cleanup_free_ char *prefix = NULL;
@@ -140,7 +152,7 @@ static json_t *elicit_params(struct mcp *m, struct approval *ap,
 	 */
 	if (ap->shell && ap->shell[0] &&
 	    strcmp(ap->shell, ward__sessions_shell(m->sessions)) != 0) {
-		_cleanup_free_ char *sh = printable(ap->shell, PATH_MAX);
+		_cleanup_free_ char *sh = printable_path(ap->shell, PATH_MAX);
 
 		incomplete |= !sh ||
 			ward__buf_printf(&b, "Run by the agent's choice of program: %s\n", sh) < 0;
@@ -151,7 +163,7 @@ static json_t *elicit_params(struct mcp *m, struct approval *ap,
 	 * all is not asked.
 	 */
 	for (size_t i = 0; ap->req && i < ap->req->n_writable; i++) {
-		_cleanup_free_ char *w = printable(ap->req->writable[i], PATH_MAX);
+		_cleanup_free_ char *w = printable_path(ap->req->writable[i], PATH_MAX);
 
 		incomplete |= !w ||
 			ward__buf_printf(&b, "%s  %s\n", i == 0 ? "Writable as well:\n" : "", w) <
@@ -161,7 +173,7 @@ static json_t *elicit_params(struct mcp *m, struct approval *ap,
 		incomplete |= ward__buf_printf(&b, "With network access.\n") < 0;
 	/* The paths approving makes writable, each in full, as for a widening. */
 	for (size_t i = 0; q->unprotect && q->unprotect[i]; i++) {
-		_cleanup_free_ char *u = printable(q->unprotect[i], PATH_MAX);
+		_cleanup_free_ char *u = printable_path(q->unprotect[i], PATH_MAX);
 
 		incomplete |= !u ||
 			ward__buf_printf(&b, "%s  %s\n", i == 0 ? "Writable this once:\n" : "", u) <
@@ -170,7 +182,7 @@ static json_t *elicit_params(struct mcp *m, struct approval *ap,
 	if (just)
 		ward__buf_printf(&b, "The agent says: %s\n", just);
 	for (size_t i = 0; i < q->n_denials && i < 10; i++) {
-		_cleanup_free_ char *t = printable(q->denials[i].target, 512);
+		_cleanup_free_ char *t = printable_path(q->denials[i].target, 512);
 
 		ward__buf_printf(&b, "%s%s %s%s%s%s%s%s\n",
 				 i == 0 ? "\nThe sandbox refused:\n" : "", q->denials[i].access,

@@ -100,6 +100,8 @@ static int protect_hooks_path(struct ward_policy *p, const char *root, const cha
 {
 	_cleanup_free_ char *hp = git_hooks_path(config);
 	_cleanup_free_ char *full = NULL;
+	char *base;
+	int r;
 
 	if (!hp)
 		return 0;
@@ -114,7 +116,20 @@ static int protect_hooks_path(struct ward_policy *p, const char *root, const cha
 	}
 	if (!full)
 		return -ENOMEM;
-	return ward__policy_protect(p, full, "git core.hooksPath");
+	r = ward__policy_protect(p, full, "git core.hooksPath");
+	/*
+	 * A hooks directory named "_" (husky 9: .husky/_) holds only
+	 * dispatchers that run the scripts of its parent (.husky/pre-commit):
+	 * those are the hooks git really runs, so the parent is protected too.
+	 */
+	for (size_t n = strlen(full); n > 1 && full[n - 1] == '/'; n--)
+		full[n - 1] = '\0';
+	base = strrchr(full, '/');
+	if (r >= 0 && base && base != full && strcmp(base, "/_") == 0) {
+		*base = '\0';
+		r = ward__policy_protect(p, full, "git core.hooksPath");
+	}
+	return r;
 }
 
 /* Reads "gitdir: X" from a .git file; X relative to the file's directory. */

@@ -458,12 +458,36 @@ WARD_PUBLIC int ward_policy_load_file(struct ward_policy *p, const char *path,
 	return ward_policy_load_json(p, buf, len, path, err);
 }
 
+/*
+ * A path (or a note naming one) as a JSON string. A name need not be UTF-8,
+ * and jansson refuses what is not: such a path would vanish from the report
+ * (an entry without its "path"), so its bytes past ASCII are written \xNN.
+ */
+static json_t *path_json(const char *s)
+{
+	json_t *j = json_string(s);
+	char *esc;
+	size_t k = 0;
+
+	if (j || !s)
+		return j;
+	esc = malloc(strlen(s) * 4 + 1);
+	if (!esc)
+		return NULL;
+	for (const unsigned char *c = (const unsigned char *)s; *c; c++)
+		k += (size_t)(*c < 0x80 ? snprintf(esc + k, 2, "%c", *c)
+					: snprintf(esc + k, 5, "\\x%02x", *c));
+	j = json_string(esc);
+	free(esc);
+	return j;
+}
+
 static json_t *strv_json(const struct ward__strv *v)
 {
 	json_t *a = json_array();
 
 	for (size_t i = 0; a && i < v->n; i++)
-		json_array_append_new(a, json_string(v->v[i]));
+		json_array_append_new(a, path_json(v->v[i]));
 	return a;
 }
 
@@ -484,10 +508,10 @@ static json_t *autorun_json(const struct ward_policy *p)
 	json_object_set_new(o, "depth", json_integer(WARD_AUTORUN_DEPTH));
 	json_object_set_new(o, "complete", json_boolean(!p->scan_cut));
 	json_object_set_new(o, "depth_complete", json_integer(p->scan_depth));
-	json_object_set_new(o, "home", p->home ? json_string(p->home) : json_null());
+	json_object_set_new(o, "home", p->home ? path_json(p->home) : json_null());
 	json_object_set_new(o, "missing_path_dirs", strv_json(&p->path_missing));
 	for (size_t i = 0; i < p->n_watches; i++)
-		json_array_append_new(dirs, json_string(p->watches[i].path));
+		json_array_append_new(dirs, path_json(p->watches[i].path));
 	json_object_set_new(o, "watched", dirs);
 	return o;
 }
@@ -505,13 +529,13 @@ json_t *ward__policy_to_json(const struct ward_policy *p)
 		return NULL;
 	}
 	json_object_set_new(o, "mode", json_string(ward_policy_mode_to_string(p->mode)));
-	json_object_set_new(o, "cwd", json_string(p->resolved_cwd ? p->resolved_cwd : ""));
+	json_object_set_new(o, "cwd", path_json(p->resolved_cwd ? p->resolved_cwd : ""));
 	json_object_set_new(o, "writable_roots", strv_json(&p->roots));
 	for (size_t i = 0; i < p->n_protected; i++) {
 		const struct ward__protected *e = &p->protected[i];
 		json_t *j = json_object();
 
-		json_object_set_new(j, "path", json_string(e->path));
+		json_object_set_new(j, "path", path_json(e->path));
 		json_object_set_new(j, "kind",
 				    json_string(e->kind == WARD_PROTECT_READONLY ? "read-only"
 							: e->kind == WARD_PROTECT_PIN
@@ -522,8 +546,8 @@ json_t *ward__policy_to_json(const struct ward_policy *p)
 			json_object_set_new(j, "runs",
 					    json_string(ward__policy_reason_runner(e->reason)));
 		if (e->kind == WARD_PROTECT_MISSING) {
-			json_object_set_new(j, "guard_dir", json_string(e->guard_dir));
-			json_object_set_new(j, "guard_name", json_string(e->guard_name));
+			json_object_set_new(j, "guard_dir", path_json(e->guard_dir));
+			json_object_set_new(j, "guard_name", path_json(e->guard_name));
 		}
 		json_array_append_new(prot, j);
 	}
@@ -533,7 +557,7 @@ json_t *ward__policy_to_json(const struct ward_policy *p)
 	for (size_t i = 0; i < p->n_deny; i++) {
 		json_t *j = json_object();
 
-		json_object_set_new(j, "path", json_string(p->deny[i].path));
+		json_object_set_new(j, "path", path_json(p->deny[i].path));
 		json_object_set_new(j, "type",
 				    json_string(p->deny[i].is_dir ? "directory" : "file"));
 		json_array_append_new(deny, j);
@@ -566,7 +590,7 @@ json_t *ward__policy_to_json(const struct ward_policy *p)
 				    p->dns_server ? json_string(p->dns_server) : json_null());
 	}
 	for (size_t i = 0; i < p->n_sockets; i++)
-		json_array_append_new(socks, json_string(p->sockets[i].path));
+		json_array_append_new(socks, path_json(p->sockets[i].path));
 	json_object_set_new(o, "allow_unix_sockets", socks);
 	json_object_set_new(o, "exclude_slash_tmp", json_boolean(p->exclude_slash_tmp));
 	json_object_set_new(o, "exclude_tmpdir_env_var", json_boolean(p->exclude_tmpdir_env_var));

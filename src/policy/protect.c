@@ -128,13 +128,48 @@ int ward__policy_pin(struct ward_policy *p, const char *path, const char *reason
 	return ward__policy_add_entry(p, canon, WARD_PROTECT_PIN, true, NULL, NULL, reason);
 }
 
+/* How many dangling links in a row are followed to the path they name. */
+#define PROTECT_MAX_LINKS 8
+
+static int protect_at(struct ward_policy *p, const char *path, const char *reason, unsigned links);
+
+/*
+ * A dangling link at a protected name (.vscode -> vs, with no vs yet): the
+ * path it names is protected as a missing one, or creating vs/tasks.json
+ * would plant .vscode/tasks.json through the link. dir is the link's
+ * directory (canonical), abs the link.
+ */
+static int protect_link_target(struct ward_policy *p, const char *abs, const char *dir,
+			       const char *reason, unsigned links)
+{
+	char target[PATH_MAX];
+	_cleanup_free_ char *full = NULL;
+	ssize_t k;
+
+	if (links >= PROTECT_MAX_LINKS)
+		return 0;
+	k = readlink(abs, target, sizeof(target) - 1);
+	if (k <= 0)
+		return 0;
+	target[k] = '\0';
+	full = target[0] == '/' ? strdup(target) : ward__path_join(dir, target);
+	if (!full)
+		return -ENOMEM;
+	return protect_at(p, full, reason, links + 1);
+}
+
 /*
  * Protects path (absolute, maybe not canonical, maybe missing): an existing
  * path inside a writable root is bound read-only; a missing one is guarded on
- * its deepest existing ancestor; a symlink protects its target and guards its
- * own name, so that replacing the link is caught too.
+ * its deepest existing ancestor; a symlink protects its target (existing or
+ * not) and guards its own name, so that replacing the link is caught too.
  */
 int ward__policy_protect(struct ward_policy *p, const char *path, const char *reason)
+{
+	return protect_at(p, path, reason, 0);
+}
+
+static int protect_at(struct ward_policy *p, const char *path, const char *reason, unsigned links)
 {
 	_cleanup_free_ char *abs = ward__path_absolute(path);
 	char canon[PATH_MAX], dir[PATH_MAX];
@@ -144,6 +179,8 @@ int ward__policy_protect(struct ward_policy *p, const char *path, const char *re
 	if (!abs)
 		return -errno;
 	if (lstat(abs, &st) == 0) {
+		bool link_dir = false;
+
 		if (S_ISLNK(st.st_mode)) {
 			_cleanup_free_ char *parent = strdup(abs);
 			char *slash;
@@ -152,8 +189,8 @@ int ward__policy_protect(struct ward_policy *p, const char *path, const char *re
 				return -ENOMEM;
 			slash = strrchr(parent, '/');
 			*slash = '\0';
-			if (ward__policy_canon(parent[0] ? parent : "/", dir) &&
-			    ward__policy_in_roots(p, dir)) {
+			link_dir = ward__policy_canon(parent[0] ? parent : "/", dir) != NULL;
+			if (link_dir && ward__policy_in_roots(p, dir)) {
 				_cleanup_free_ char *name = ward__path_join(dir, slash + 1);
 
 				if (!name)
@@ -166,8 +203,12 @@ int ward__policy_protect(struct ward_policy *p, const char *path, const char *re
 					return r;
 			}
 		}
-		if (!ward__policy_canon(abs, canon))
-			return 0; /* A dangling link: its name is guarded above. */
+		if (!ward__policy_canon(abs, canon)) {
+			/* A dangling link: its name is guarded above, where it leads here. */
+			if (!link_dir)
+				return 0;
+			return protect_link_target(p, abs, dir, reason, links);
+		}
 		if (!ward__policy_in_roots(p, canon) || ward__policy_is_root(p, canon) ||
 		    lifted(p, canon, reason))
 			return 0;

@@ -42,6 +42,9 @@ static int cmp_protected(const void *a, const void *b)
 
 /* ------------------------------------------------------------ autorun names, home and PATH */
 
+/* The reason of a home's missing .git: that of git's configuration, which it would be. */
+static const char home_git_reason[] = "autorun: git config";
+
 /* The scan's findings become protected paths (autorun.c reports, this file protects). */
 static int sink_found(void *userdata, const char *path, const char *reason)
 {
@@ -75,10 +78,16 @@ static char *home_dir(void)
 	return strdup(canon);
 }
 
-/* A directory a package manager fills (installs write there): node_modules/.bin, a virtualenv's bin. */
+/*
+ * A directory a package manager fills (installs write there): node_modules/.bin,
+ * a virtualenv's bin. A virtualenv is known by pyvenv.cfg beside its bin AND
+ * the activate script in it: pyvenv.cfg alone is a file any command can
+ * write next to a protected bin, to have it unprotected at the next launch,
+ * while the bin itself (read-only, or not there: guarded) it cannot fill.
+ */
 static bool tool_managed(const char *dir)
 {
-	_cleanup_free_ char *parent = strdup(dir), *cfg = NULL;
+	_cleanup_free_ char *parent = strdup(dir), *cfg = NULL, *activate = NULL;
 	const char *base = strrchr(dir, '/');
 	char *slash;
 
@@ -90,7 +99,8 @@ static bool tool_managed(const char *dir)
 	    strcmp(strrchr(parent, '/') + 1, "node_modules") == 0)
 		return true;
 	cfg = ward__path_join(parent[0] ? parent : "/", "pyvenv.cfg");
-	return cfg && access(cfg, F_OK) == 0;
+	activate = ward__path_join(dir, "activate");
+	return cfg && activate && access(cfg, F_OK) == 0 && access(activate, F_OK) == 0;
 }
 
 /*
@@ -192,6 +202,43 @@ static int protect_path_dirs(struct ward_policy *p, struct ward__strv *starts)
 }
 
 /*
+ * The .git of the home directory and of every directory above it in its
+ * writable root: git looks for a repository from where it runs upwards, so
+ * a ~/.git (or /home/.git with /home writable) the command makes would be
+ * the repository of every directory of the home that has none of its own,
+ * and its hooks and core.fsmonitor would run at the next `git status` there
+ * (shell prompts run one at every prompt). A missing one is guarded, an
+ * existing one gets the protections of a root's.
+ */
+static int protect_home_git(struct ward_policy *p)
+{
+	_cleanup_free_ char *dir = strdup(p->home);
+	int r = 0;
+
+	if (!dir)
+		return -ENOMEM;
+	while (r >= 0 && ward__policy_in_roots(p, dir)) {
+		_cleanup_free_ char *dotgit = ward__path_join(dir, ".git");
+		struct stat st;
+		char *slash;
+
+		if (!dotgit)
+			return -ENOMEM;
+		if (lstat(dotgit, &st) < 0)
+			r = ward__policy_protect(p, dotgit, home_git_reason);
+		else if (!ward__policy_is_root(p, dir))
+			r = ward__policy_protect_git(p, dir);
+		if (ward__policy_is_root(p, dir))
+			break;
+		slash = strrchr(dir, '/');
+		if (!slash || slash == dir)
+			break;
+		*slash = '\0';
+	}
+	return r;
+}
+
+/*
  * The starts of the scan: every writable root with every name to
  * WARD_AUTORUN_DEPTH levels, except /tmp and $TMPDIR when the caller did not
  * name them: a world-writable sticky one is shared with every other user (a
@@ -252,6 +299,8 @@ static int protect_roots(struct ward_policy *p, const struct ward__strv *named,
 		}
 		/* Its parents (and itself) stay where they are: the scan's findings are in it. */
 		r = ward__policy_pin_ancestors(p, p->home, true);
+		if (r >= 0)
+			r = protect_home_git(p);
 		if (r < 0)
 			return ward__error(err, r, "policy", "cannot pin the home directory: %m");
 	}

@@ -254,6 +254,22 @@ static void restore_node(struct restore_ctx *c, int dirfd, const struct node *n,
 		}
 		exists = false;
 	}
+	/*
+	 * More names for the file than it had: the command linked it elsewhere
+	 * (nothing is mounted here, so a link can leave the protected path), and
+	 * through that name a later run would write the protected file, guarded
+	 * or not. The protected name gets a copy of its own, a new inode; the
+	 * other name keeps the old one, which protects nothing any more.
+	 */
+	if (exists && S_ISREG(cur.st_mode) && S_ISREG(n->st.st_mode) &&
+	    cur.st_nlink > n->st.st_nlink) {
+		r = ward__remove_tree_at(dirfd, n->name, 0);
+		if (r < 0) {
+			left(c, n->path, r == -EPERM ? "not owned by ward's user" : strerror(-r));
+			return;
+		}
+		exists = false;
+	}
 	switch (n->st.st_mode & S_IFMT) {
 	case S_IFREG:
 		restore_regular(c, dirfd, n, exists, &cur);

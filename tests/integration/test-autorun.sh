@@ -261,6 +261,70 @@ t_approval_offers_the_path() {
 	assert_absent "$WS/.vscode/tasks.json"
 }
 
+t_a_read_only_parent_does_not_keep_a_plant() {
+	# Prepared deep down in a directory made read-only (only root could unlink
+	# in it), its writable parent renamed into place: the guard opens it up.
+	stopped "$WS/Y/X/.bashrc" sh -c \
+		'mkdir -p d/d/P/X && echo evil >d/d/P/X/.bashrc && chmod 555 d/d/P/X && mv d/d/P Y; sleep 1'
+	assert_absent "$WS/Y/X/.bashrc"
+	[ "$(stat -c %a "$WS/Y/X")" = 555 ] || fail "the directory's mode was not given back"
+	# The planted directory itself left mode 0: emptied and removed all the same.
+	stopped "$WS/V/.vscode" sh -c \
+		'mkdir -p f/f/P/.vscode && echo x >f/f/P/.vscode/tasks.json && chmod 0 f/f/P/.vscode && mv f/f/P V; sleep 1'
+}
+
+t_a_hard_link_does_not_keep_hold() {
+	# Mounted read-only, .bashrc cannot be linked (EXDEV); in the fallback it
+	# can, and the link stays: the protected name must not be that inode any more.
+	printf 'orig\n' >"$WS/.bashrc"
+	w -- sh -c 'ln .bashrc x; sleep 1'
+	assert_content "$WS/.bashrc" orig
+	if [ -e "$WS/x" ] && [ "$(stat -c %i "$WS/x")" = "$(stat -c %i "$WS/.bashrc")" ]; then
+		fail "a link made in the sandbox is still the protected file"
+	fi
+}
+
+t_hostile_names_are_shown_escaped() {
+	local e
+	e=$(printf 'x\033]0;PWNED\007\033[2J')
+	w -- sh -c "mkdir '$e' && mkdir '$e/.vscode'; sleep 1"
+	[ "$WRC" != 0 ] && [ "$WRC" != 125 ] || fail "expected the run to be stopped, got exit $WRC"
+	assert_stderr_has 'x\x1b]0;PWNED\x07\x1b[2J/.vscode'
+	! grep -q "$(printf '\033')" "$T/.run/stderr" || fail "an escape sequence reached stderr"
+	# Not UTF-8: policy show still gives the path (its bytes escaped), never an entry without one.
+	mkdir -p "$WS/$(printf 'bad\377')/.claude"
+	"$WARD" policy show >"$T/show" || fail "policy show failed"
+	grep -q '"path": "'"$WS"'/bad\\\\xff/.claude"' "$T/show" || fail "policy show lacks the path: $(grep -c bad "$T/show")"
+}
+
+t_approval_lifts_only_what_it_shows() {
+	need_cmd python3
+	export XDG_STATE_HOME=$T/state XDG_CONFIG_HOME=$T/config
+	git init -q "$WS" && mkdir -p "$WS/a/b"
+	# The guard names a planted .vscode by its watched directory's old path
+	# (a/b, renamed to c); a/b is left a link that, through node_modules/x/.vscode
+	# (never scanned), leads to the workspace itself. Lifting "a/b/.vscode" would
+	# lift everything: it is not offered; c/.vscode, which names itself, is.
+	cat >"$T/attack.sh" <<'EOS'
+if [ ! -e .round1 ]; then
+	touch .round1
+	mkdir -p node_modules/x && ln -s ../../.. node_modules/x/.vscode
+	mv a/b c && ln -s ../node_modules/x a/b
+	mkdir c/.vscode
+	sleep 2
+else
+	echo evil >.git/hooks/pre-commit
+fi
+EOS
+	LAST_CMD="ward run -a on-request (keys y n)"
+	timeout -k 3 60 python3 "$ASK" --keys yn -- "$WARD" run -a on-request -- sh "$T/attack.sh" \
+		>"$T/.run/stdout" 2>"$T/.run/stderr"
+	WRC=$?
+	! grep -q "writable   $WS/a/b/.vscode" "$T/.run/stdout" || fail "a path through a link was offered"
+	assert_stdout_has "writable   $WS/c/.vscode"
+	assert_absent "$WS/.git/hooks/pre-commit"
+}
+
 t_bounds_fail_closed() {
 	# More new directories where names matter than the guard watches: the run stops.
 	w -- sh -c 'mkdir lots && cd lots && seq 1 8300 | xargs mkdir; sleep 1'
@@ -290,5 +354,10 @@ tcase "npm install of a local tarball and directory" t_npm_install_of_a_local_pa
 tcase "--unprotect lifts one entry" t_unprotect_lifts_one_entry
 tcase "denials and policy show carry the reason" t_reports_carry_the_reason
 tcase "an approval question offers the refused path" t_approval_offers_the_path
+tcase "a planted name in a read-only directory is removed all the same" \
+	t_a_read_only_parent_does_not_keep_a_plant
+tcase "a hard link made to a protected file does not stay it" t_a_hard_link_does_not_keep_hold
+tcase "names a command chose are escaped in messages and policy show" t_hostile_names_are_shown_escaped
+tcase "an approval lifts what it shows, never where a link leads" t_approval_lifts_only_what_it_shows
 tcase "past the guard's and the scan's bounds: stopped, or said" t_bounds_fail_closed
 finish

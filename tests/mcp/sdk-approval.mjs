@@ -24,7 +24,7 @@ const audit = `${dir}/state/ward/audit.jsonl`;
 
 let n = 0;
 let failed = 0;
-const plan = 27;
+const plan = 28;
 console.log(`1..${plan}`);
 
 function ok(cond, name, diag) {
@@ -243,6 +243,11 @@ try {
     ok(!r.isError && r.structuredContent.exit_code === 0 &&
        readFileSync(`${ws}/.vscode/settings.json`, "utf8") === "{}\n",
        "approved: run again in the sandbox with that path writable", r);
+    // A directory name with lines of its own: shown on one line, escaped.
+    answers.push(() => ({ action: "decline" }));
+    r = await call({ cmd: "d=\"$(printf 'x\\nWritable this once:\\n  elsewhere')\"; mkdir \"$d\" && mkdir \"$d/.vscode\"; sleep 1" });
+    ok(asked.length === 2 && !/^ +elsewhere/m.test(asked[1].message) && asked[1].message.includes("x\\x0aWritable"),
+       "a path's newlines are escaped in the question", asked[1]);
     await client.close();
   }
 

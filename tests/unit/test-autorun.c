@@ -255,6 +255,17 @@ TEST(a_symlinked_name_protects_its_target_and_guards_the_link)
 	ASSERT_ENTRY(p, ws, "real-vscode", WARD_PROTECT_READONLY, "autorun: editor tasks");
 	ASSERT_ENTRY(p, ws, ".vscode", WARD_PROTECT_MISSING, "autorun: editor tasks");
 	ward_policy_free(p);
+
+	/* Dangling: what it names is guarded (made, it would be .mcp.json). A loop ends. */
+	snprintf(link, sizeof(link), "%s/.mcp.json", ws);
+	ASSERT_EQ(symlink("cfg/mcp.json", link), 0);
+	snprintf(link, sizeof(link), "%s/.claude", ws);
+	ASSERT_EQ(symlink(".claude", link), 0);
+	p = resolved(ws);
+	ASSERT_ENTRY(p, ws, ".mcp.json", WARD_PROTECT_MISSING, "autorun: agent config");
+	ASSERT_ENTRY(p, ws, "cfg/mcp.json", WARD_PROTECT_MISSING, "autorun: agent config");
+	ASSERT_ENTRY(p, ws, ".claude", WARD_PROTECT_MISSING, "autorun: agent config");
+	ward_policy_free(p);
 }
 
 /* ------------------------------------------------------------------ the home directory */
@@ -315,6 +326,13 @@ TEST(a_home_deep_in_a_root_and_a_root_that_is_the_home)
 	ASSERT_ENTRY(p, home, ".aws", WARD_PROTECT_READONLY, "autorun: tool credentials");
 	/* Two levels beneath the home too, though five beneath the root. */
 	ASSERT_ENTRY(p, home, "x/y/.vscode", WARD_PROTECT_READONLY, "autorun: editor tasks");
+	/*
+	 * A .git there or above (up to the root) would be the repository of
+	 * every directory of the home: guarded.
+	 */
+	ASSERT_ENTRY(p, home, ".git", WARD_PROTECT_MISSING, "autorun: git config");
+	ASSERT_ENTRY(p, ws, "a/b/.git", WARD_PROTECT_MISSING, "autorun: git config");
+	ASSERT_ENTRY(p, ws, ".git", WARD_PROTECT_MISSING, "autorun: git config");
 	ASSERT_TRUE(pinned(p, ws, "a"));
 	ASSERT_TRUE(pinned(p, ws, "a/b/c/d"));
 	ward_policy_free(p);
@@ -326,6 +344,7 @@ TEST(a_home_deep_in_a_root_and_a_root_that_is_the_home)
 	ASSERT_ENTRY(p, ws, ".kube", WARD_PROTECT_READONLY, "autorun: tool credentials");
 	ASSERT_ENTRY(p, ws, ".xinitrc", WARD_PROTECT_MISSING, "autorun: session start");
 	ASSERT_ENTRY(p, ws, ".bashrc", WARD_PROTECT_MISSING, "autorun: shell startup");
+	ASSERT_ENTRY(p, ws, ".git", WARD_PROTECT_MISSING, "autorun: git config");
 	ward_policy_free(p);
 }
 
@@ -343,15 +362,20 @@ TEST(path_directories_inside_a_root)
 	mkdir_p(ws, "node_modules/.bin");
 	mkdir_p(ws, "venv/bin");
 	touch(ws, "venv/pyvenv.cfg");
+	touch(ws, "venv/bin/activate");
+	/* pyvenv.cfg is any command's to write: without activate in the bin, no virtualenv. */
+	mkdir_p(ws, "fake/bin");
+	touch(ws, "fake/pyvenv.cfg");
 	mkdir_p(ws, "tools");
 	snprintf(
 		path, sizeof(path),
-		"%s/bin:%s/a/b/bin:%s/missing/bin:tools:.:%s/node_modules/.bin:%s/venv/bin:/usr/bin",
-		ws, ws, ws, ws, ws);
+		"%s/bin:%s/a/b/bin:%s/missing/bin:tools:.:%s/node_modules/.bin:%s/venv/bin:%s/fake/bin:/usr/bin",
+		ws, ws, ws, ws, ws, ws);
 	setenv("PATH", path, 1);
 	p = resolved(ws);
 	ASSERT_ENTRY(p, ws, "bin", WARD_PROTECT_READONLY, "autorun: on PATH");
 	ASSERT_ENTRY(p, ws, "a/b/bin", WARD_PROTECT_READONLY, "autorun: on PATH");
+	ASSERT_ENTRY(p, ws, "fake/bin", WARD_PROTECT_READONLY, "autorun: on PATH");
 	/* A relative entry, from the working directory. */
 	ASSERT_ENTRY(p, ws, "tools", WARD_PROTECT_READONLY, "autorun: on PATH");
 	/* Missing: followed as it is created, not refused at its first directory. */

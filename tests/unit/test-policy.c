@@ -627,6 +627,16 @@ TEST(core_hooks_path_is_protected)
 	ASSERT_STREQ(e->guard_dir, dir);
 	ASSERT_STREQ(e->guard_name, "later");
 	ward_policy_free(p);
+
+	/* husky 9: .husky/_ only dispatches to the scripts of .husky, protected too. */
+	mkdir_p(dir, ".husky/_");
+	write_file(dir, ".git/config", "[core]\n\thooksPath = .husky/_/\n");
+	p = resolved(dir);
+	ASSERT_TRUE(find(p, dir, ".husky/_", WARD_PROTECT_READONLY) != NULL);
+	e = find(p, dir, ".husky", WARD_PROTECT_READONLY);
+	ASSERT_TRUE(e != NULL);
+	ASSERT_STREQ(e->reason, "git core.hooksPath");
+	ward_policy_free(p);
 }
 
 TEST(protect_follows_symlinks_and_guards_the_link)
