@@ -77,7 +77,7 @@ void ward__policy_clear_resolved(struct ward_policy *p)
 	}
 	free(p->protected);
 	p->protected = NULL;
-	p->n_protected = 0;
+	p->n_protected = p->cap_protected = 0;
 	for (size_t i = 0; i < p->n_deny; i++)
 		free(p->deny[i].path);
 	free(p->deny);

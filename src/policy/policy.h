@@ -140,7 +140,7 @@ struct ward_policy {
 	char *resolved_cwd; /* canonical */
 	struct ward__strv roots; /* canonical existing directories, sorted so parents come first */
 	struct ward__protected *protected; /* sorted so parents come first */
-	size_t n_protected;
+	size_t n_protected, cap_protected;
 	struct ward__deny *deny;
 	size_t n_deny;
 	struct ward__unix_socket *sockets;
