@@ -131,6 +131,7 @@ int ward__policy_dup_resolved(const struct ward_policy *src, struct ward_policy 
 	}
 	p->scan_depth = src->scan_depth;
 	p->scan_cut = src->scan_cut;
+	p->scan_cached = src->scan_cached;
 	p->resolved = true;
 	*ret_policy = p;
 	return 0;

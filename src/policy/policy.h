@@ -155,6 +155,7 @@ struct ward_policy {
 	size_t n_watches;
 	unsigned scan_depth; /* levels the scan completed beneath every root */
 	bool scan_cut; /* a cap stopped the scan: deeper directories were not looked into */
+	unsigned scan_cached; /* directories whose listing came from the scan cache */
 };
 
 /* Whether the network is by domain: reached only through ward's proxy. */
@@ -314,3 +315,9 @@ WARD_INTERNAL const char *ward__policy_reason_runner(const char *reason);
 
 /* The reason of the PATH class ("autorun: on PATH"), static. */
 WARD_INTERNAL extern const char ward__autorun_path_reason[];
+/*
+ * The reason of ward's own directories that resolution protects ("ward's
+ * own": the scan cache's, scan-cache.c), never lifted by --unprotect. The
+ * fallback's guard leaves it alone: see guard.c.
+ */
+WARD_INTERNAL extern const char ward__policy_reason_own[];

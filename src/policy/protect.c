@@ -151,6 +151,7 @@ int ward__policy_add_entry(struct ward_policy *p, const char *path, enum ward__p
 }
 
 const char ward__policy_reason_explicit[] = "--protect";
+const char ward__policy_reason_own[] = "ward's own";
 static const char reason_holds[] = "holds a protected path";
 
 /*
@@ -161,8 +162,8 @@ static const char reason_holds[] = "holds a protected path";
  */
 static bool lifted(const struct ward_policy *p, const char *path, const char *reason)
 {
-	return reason != ward__policy_reason_explicit && reason != reason_holds &&
-		ward__policy_unprotected(p, path);
+	return reason != ward__policy_reason_explicit && reason != ward__policy_reason_own &&
+		reason != reason_holds && ward__policy_unprotected(p, path);
 }
 
 /* Pins a directory inside a writable root (not a root itself: roots are mount points already). */

@@ -16,6 +16,7 @@
 #include "basic/error.h"
 #include "basic/util.h"
 #include "policy/protect.h"
+#include "policy/scan-cache.h"
 
 static int cmp_depth(const char *a, const char *b)
 {
@@ -435,6 +436,23 @@ static int resolve(struct ward_policy *p, struct ward_error *err)
 				return ward__error(err, r, "policy",
 						   "cannot resolve protected path '%s': %m",
 						   p->protect.v[i]);
+		}
+		/*
+		 * The scan cache's directory, when a writable root holds it:
+		 * ward's own, read-only like its rules (scan-cache.c says why
+		 * its files are trusted even where this cannot hold). Not
+		 * before it exists: guarding a missing one would refuse the
+		 * first missing directory on the way (~/.cache) to every
+		 * command.
+		 */
+		if (ward__scan_cache_dir() && stat(ward__scan_cache_dir(), &st) == 0 &&
+		    S_ISDIR(st.st_mode)) {
+			r = ward__policy_protect(p, ward__scan_cache_dir(),
+						 ward__policy_reason_own);
+			if (r < 0)
+				return ward__error(err, r, "policy",
+						   "cannot protect ward's directory '%s': %m",
+						   ward__scan_cache_dir());
 		}
 		r = ward__policy_pin_all_ancestors(p);
 		if (r < 0)

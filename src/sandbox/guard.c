@@ -476,7 +476,13 @@ int ward__guard_new(const struct ward_policy *p, bool fallback, struct ward__wat
 				r = pin_chain(g, p, e->guard_dir, true, err);
 			break;
 		case WARD_PROTECT_READONLY:
-			if (!fallback)
+			/*
+			 * ward's own scan cache is not kept and put back here:
+			 * its files are trusted for their key, not their place
+			 * (policy/scan-cache.c), and keeping a directory of
+			 * them would cost every launch.
+			 */
+			if (!fallback || e->reason == ward__policy_reason_own)
 				break;
 			if (!ward__path_split(e->path, dir, sizeof(dir), &name))
 				break;
