@@ -425,6 +425,21 @@ static int pin_chain(struct ward__guard *g, const struct ward_policy *p, const c
 	return 0;
 }
 
+/* Whether the autorun watch of e's directory refuses e's name with e's reason (see below). */
+static bool autorun_watch_catches(const struct ward_policy *p, const struct ward__protected *e)
+{
+	struct ward__autorun_point child;
+	const char *reason = NULL;
+
+	for (size_t i = 0; i < p->n_watches; i++)
+		if (strcmp(p->watches[i].path, e->guard_dir) == 0)
+			return ward__autorun_match(p, &p->watches[i].at, e->guard_dir,
+						   e->guard_name, false, &child,
+						   &reason) == WARD_AUTORUN_PROTECTED &&
+				reason == e->reason;
+	return false;
+}
+
 int ward__guard_new(const struct ward_policy *p, bool fallback, struct ward__watches *shared,
 		    struct ward__guard **ret, struct ward_error *err)
 {
@@ -471,6 +486,16 @@ int ward__guard_new(const struct ward_policy *p, bool fallback, struct ward__wat
 
 		switch (e->kind) {
 		case WARD_PROTECT_MISSING:
+			/*
+			 * A missing autorun name at a directory the scan looked
+			 * into is the autorun watch's (guard-autorun.c): the
+			 * same event, the same reason, the same removal. With
+			 * namespaces that watch is all it needs (dozens of
+			 * names at every root); the fallback also pins the way
+			 * to it (below).
+			 */
+			if (!fallback && autorun_watch_catches(p, e))
+				break;
 			r = target_add(g, T_MISSING, e->guard_dir, e->guard_name, e->reason, err);
 			if (r >= 0 && fallback)
 				r = pin_chain(g, p, e->guard_dir, true, err);
