@@ -76,6 +76,7 @@ struct ward__guard {
 	struct ward__watches *hub; /* the shared instance, or NULL */
 	bool fallback;
 	bool tripped;
+	bool autorun_deferred; /* p->watches not watched yet: ward__guard_arm() */
 	/* With a shared instance: what the dispatched events said, until ward__guard_read(). */
 	const char *pend_access;
 	char *pend_path;

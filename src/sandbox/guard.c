@@ -441,7 +441,7 @@ static bool autorun_watch_catches(const struct ward_policy *p, const struct ward
 }
 
 int ward__guard_new(const struct ward_policy *p, bool fallback, struct ward__watches *shared,
-		    struct ward__guard **ret, struct ward_error *err)
+		    bool defer_autorun, struct ward__guard **ret, struct ward_error *err)
 {
 	struct ward__guard *g;
 	size_t n_missing = 0;
@@ -522,7 +522,8 @@ int ward__guard_new(const struct ward_policy *p, bool fallback, struct ward__wat
 		}
 	}
 	/* The directories where autorun names must not appear, and those that appear there. */
-	if (r >= 0)
+	g->autorun_deferred = defer_autorun;
+	if (r >= 0 && !defer_autorun)
 		r = ward__guard_autorun_init(g, err);
 	if (r < 0) {
 		ward__guard_free(g);
@@ -530,6 +531,14 @@ int ward__guard_new(const struct ward_policy *p, bool fallback, struct ward__wat
 	}
 	*ret = g;
 	return 0;
+}
+
+int ward__guard_arm(struct ward__guard *g, struct ward_error *err)
+{
+	if (!g || !g->autorun_deferred)
+		return 0;
+	g->autorun_deferred = false;
+	return ward__guard_autorun_init(g, err);
 }
 
 int ward__guard_fd(const struct ward__guard *g)

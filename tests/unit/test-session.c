@@ -426,7 +426,7 @@ static struct ward__guard *shared_guard(struct ward__watches *w, const struct wa
 	struct ward__guard *g = NULL;
 	struct ward_error e = {0};
 
-	if (ward__guard_new(pol, fallback, w, &g, &e) < 0)
+	if (ward__guard_new(pol, fallback, w, false, &g, &e) < 0)
 		tap_fail(__FILE__, __LINE__, "guard_new: %s", e.message);
 	ASSERT_TRUE(g != NULL);
 	ASSERT_EQ(ward__guard_fd(g), -1);
