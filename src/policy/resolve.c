@@ -148,6 +148,7 @@ static int protect_path_dirs(struct ward_policy *p, struct ward__strv *starts)
 	const char *path = getenv("PATH");
 	_cleanup_free_ char *copy = path ? strdup(path) : NULL;
 	char *next = NULL, *e, canon[PATH_MAX];
+	const char *seen[WARD_POLICY_MAX_PATHS];
 	unsigned count = 0;
 	int r;
 
@@ -156,13 +157,20 @@ static int protect_path_dirs(struct ward_policy *p, struct ward__strv *starts)
 	if (!copy)
 		return -ENOMEM;
 	/* Not strtok: an empty entry means the working directory. */
-	for (e = copy; e && count++ < WARD_POLICY_MAX_PATHS; e = next) {
+	for (e = copy; e && count < WARD_POLICY_MAX_PATHS; e = next) {
 		_cleanup_free_ char *abs = NULL, *start = NULL;
 		const char *why = NULL;
+		bool again = false;
 
 		next = strchr(e, ':');
 		if (next)
 			*next++ = '\0';
+		/* Shell startup files that add to PATH every time leave it with copies. */
+		for (unsigned i = 0; i < count && !again; i++)
+			again = strcmp(seen[i], e) == 0;
+		seen[count++] = e;
+		if (again)
+			continue;
 		abs = e[0] == '/' ? ward__path_absolute(e)
 				  : ward__path_join(p->resolved_cwd, e[0] ? e : ".");
 		if (!abs)

@@ -52,6 +52,7 @@ struct target {
 struct autorun_watch {
 	int wd;
 	char *path; /* as it was when the watch was added */
+	bool own; /* path is the guard's (a new directory's), else the policy's */
 	struct ward__autorun_point at;
 };
 
