@@ -538,6 +538,15 @@ static int add_hit(struct result *res, const char *name, enum ward__autorun_kind
 	return 0;
 }
 
+/* Whether nothing but first components of the table's entries can match at a point. */
+static bool only_first_components(const struct ward__autorun_point *at)
+{
+	for (size_t k = 1; k < WARD_AUTORUN_MAX_COMPONENTS; k++)
+		if (at->m[k])
+			return false;
+	return at->depth <= 0 && !at->paths;
+}
+
 /* One entry of a directory: kept in res when it matters at it. */
 static int consider(const struct scan *s, const struct item *it, struct result *res,
 		    const char *name, bool is_dir)
@@ -546,6 +555,13 @@ static int consider(const struct scan *s, const struct item *it, struct result *
 	const char *reason = NULL;
 	enum ward__autorun_kind k;
 
+	/*
+	 * The deepest level (most directories) holds nothing but first
+	 * components, which all start with a dot: the matcher would say so
+	 * for every other name.
+	 */
+	if (name[0] != '.' && only_first_components(&it->at))
+		return 0;
 	k = ward__autorun_match(s->p, &it->at, it->path, name, is_dir, &child, &reason);
 	if (k == WARD_AUTORUN_NONE)
 		return 0;
