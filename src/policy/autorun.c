@@ -435,6 +435,7 @@ struct scan {
 	size_t entries;
 	int *start_fds; /* each start's directory, open while the scan runs, or -1 */
 	struct ward__scan_cache *cache; /* or NULL */
+	char *buf, *lbuf; /* getdents64's, a listing's (for the cache) */
 };
 
 static int push(struct scan *s, char *path, const struct ward__autorun_point *at, unsigned level,
@@ -761,18 +762,15 @@ static int apply_dir(struct scan *s, const struct item *it, const struct result 
 static int read_level(const struct scan *s, const struct item *items, size_t n, struct result *res,
 		      uint64_t deadline_ms, bool *ret_late)
 {
-	_cleanup_free_ char *buf = malloc(SCAN_BUF), *lbuf = malloc(WARD_SCAN_CACHE_MAX_LEN);
 	int r = 0;
 
 	*ret_late = false;
-	if (!buf || !lbuf)
-		return -ENOMEM;
 	for (size_t i = 0; i < n && r >= 0; i++) {
 		if (i % 16 == 15 && ward__now_ms() > deadline_ms) {
 			*ret_late = true;
 			break;
 		}
-		r = read_dir(s, &items[i], buf, SCAN_BUF, lbuf, &res[i]);
+		r = read_dir(s, &items[i], s->buf, SCAN_BUF, s->lbuf, &res[i]);
 	}
 	return r;
 }
@@ -799,8 +797,14 @@ int ward__autorun_scan(struct ward_policy *p, char *const *starts,
 		return 0;
 	s.entries = budget->entries;
 	s.start_fds = malloc(n * sizeof(int));
-	if (!s.start_fds)
+	s.buf = malloc(SCAN_BUF);
+	s.lbuf = malloc(WARD_SCAN_CACHE_MAX_LEN);
+	if (!s.start_fds || !s.buf || !s.lbuf) {
+		free(s.start_fds);
+		free(s.buf);
+		free(s.lbuf);
 		return -ENOMEM;
+	}
 	s.cache = ward__scan_cache_begin(n);
 	/* Each start's directory stays open: the directories beneath are opened relative to it. */
 	for (size_t i = 0; i < n; i++) {
@@ -877,6 +881,8 @@ int ward__autorun_scan(struct ward_policy *p, char *const *starts,
 		if (s.start_fds[i] >= 0)
 			close(s.start_fds[i]);
 	free(s.start_fds);
+	free(s.buf);
+	free(s.lbuf);
 	free(s.q);
 	return r;
 }

@@ -214,10 +214,9 @@ static int protect_path_dirs(struct ward_policy *p, struct ward__strv *starts)
 static int protect_roots(struct ward_policy *p, const struct ward__strv *named,
 			 struct ward_error *err)
 {
-	_cleanup_free_ struct ward__autorun_point *points =
-		calloc(p->roots.n + WARD_POLICY_MAX_PATHS + 1, sizeof(*points));
-	_cleanup_free_ char **starts =
-		calloc(p->roots.n + WARD_POLICY_MAX_PATHS + 2, sizeof(char *));
+	/* The roots and the home directory; later the PATH starts (the arrays grow for them). */
+	_cleanup_free_ struct ward__autorun_point *points = calloc(p->roots.n + 1, sizeof(*points));
+	_cleanup_free_ char **starts = calloc(p->roots.n + 1, sizeof(char *));
 	_cleanup_(ward__strv_release) struct ward__strv path_starts = {0};
 	struct ward__autorun_sink sink = {sink_found, sink_missing, p};
 	struct ward__autorun_budget budget = {ward__now_ms() + WARD_AUTORUN_SCAN_MS, 0};
@@ -275,6 +274,17 @@ static int protect_roots(struct ward_policy *p, const struct ward__strv *named,
 	p->scan_cut = false;
 	r = ward__autorun_scan(p, starts, points, n, &sink, &budget);
 	n = 0;
+	if (r >= 0 && path_starts.n > p->roots.n + 1) {
+		struct ward__autorun_point *np = reallocarray(points, path_starts.n, sizeof(*np));
+		char **ns;
+
+		if (np)
+			points = np;
+		ns = np ? reallocarray(starts, path_starts.n, sizeof(*ns)) : NULL;
+		if (ns)
+			starts = ns;
+		r = np && ns ? 0 : -ENOMEM;
+	}
 	for (size_t i = 0; r >= 0 && i < path_starts.n; i++) {
 		/* Kept in place: the guard watches this directory, not its path. */
 		r = ward__policy_pin_ancestors(p, path_starts.v[i], true);

@@ -125,6 +125,15 @@ int ward__guard_autorun_init(struct ward__guard *g, struct ward_error *err)
 {
 	const struct ward_policy *p = g->policy;
 
+	/* One allocation for the scan's directories, and room for new ones. */
+	if (g->cap_aw < p->n_watches + 64) {
+		struct autorun_watch *nw = reallocarray(g->aw, p->n_watches + 64, sizeof(*nw));
+
+		if (!nw)
+			return ward__error(err, -ENOMEM, "guard", "out of memory");
+		g->aw = nw;
+		g->cap_aw = p->n_watches + 64;
+	}
 	/* Before the command exists: the paths are the directories the scan read. */
 	for (size_t i = 0; i < p->n_watches; i++) {
 		int r = watch_dir(g, -1, p->watches[i].path, &p->watches[i].at, false);
