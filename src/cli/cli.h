@@ -140,6 +140,13 @@ void cli_raise_nofile(void);
  * malloc()ed. -1 after reporting an error.
  */
 int cli_audit_log_setup(const char *verb, const char *opt, char **ret_path, char **ret_dir);
+/*
+ * Keeps the autorun scan's cache in files of ward's own directory
+ * ($XDG_RUNTIME_DIR/ward, else ~/.cache/ward; see src/policy/scan-cache.c),
+ * for the verbs that resolve policies. Silent: without it the cache stays in
+ * memory.
+ */
+void cli_scan_cache_setup(void);
 /* Checks an --audit-log value (an absolute path or "none"); -1 after reporting. */
 int cli_audit_log_option(const char *verb, const char *arg);
 /* Parses a server verb's arguments: no command, no run-only options but the environment ones. */

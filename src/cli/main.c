@@ -60,6 +60,10 @@ int main(int argc, char **argv)
 		fputs(main_help, stderr);
 		return WARD_EXIT_FAILURE;
 	}
+	/* The verbs that resolve policies keep the autorun scan's cache on disk. */
+	if (strcmp(argv[1], "run") == 0 || strcmp(argv[1], "policy") == 0 ||
+	    strcmp(argv[1], "mcp") == 0)
+		cli_scan_cache_setup();
 	if (strcmp(argv[1], "run") == 0)
 		return cli_run(argc - 1, argv + 1);
 	if (strcmp(argv[1], "policy") == 0)

@@ -13,6 +13,7 @@
 #include "basic/util.h"
 #include "cli/cli.h"
 #include "policy/policy.h"
+#include "policy/scan-cache.h"
 
 #define STDIN_FILE_MAX (64ULL << 20)
 
@@ -681,6 +682,14 @@ static int make_parent_dir(const char *path, char **ret_dir)
 		return r;
 	*ret_dir = TAKE_PTR(dir);
 	return 0;
+}
+
+void cli_scan_cache_setup(void)
+{
+	_cleanup_free_ char *dir = NULL;
+
+	if (ward__scan_cache_default_dir(&dir) >= 0)
+		(void)ward__scan_cache_set_dir(dir);
 }
 
 int cli_audit_log_setup(const char *verb, const char *opt, char **ret_path, char **ret_dir)

@@ -14,5 +14,6 @@ int main(int argc, char **argv)
 {
 	if (argc >= 2 && strcmp(argv[1], "__fs-op") == 0)
 		return ward__xfs_helper_main(argc, argv);
+	cli_scan_cache_setup();
 	return cli_serve(argc, argv);
 }

@@ -20,6 +20,7 @@
  */
 #include <dirent.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -29,6 +30,7 @@
 #include "basic/cleanup.h"
 #include "basic/util.h"
 #include "policy/policy.h"
+#include "policy/scan-cache.h"
 
 enum autorun_class {
 	C_SHELL,
@@ -216,6 +218,60 @@ static bool component_matches(const char *c, size_t len, const char *name)
 }
 
 /*
+ * The components of the table's entries after the first ("fish" of
+ * .config/fish, "config*" of .cargo/config*), and the first bytes they
+ * start with: made once, for may_matter().
+ */
+static struct {
+	const char *c;
+	size_t len;
+} later[ELEMENTSOF(table) * (WARD_AUTORUN_MAX_COMPONENTS - 1)];
+static size_t n_later;
+static uint64_t later_first[4];
+static pthread_once_t later_once = PTHREAD_ONCE_INIT;
+
+static void later_init(void)
+{
+	for (size_t i = 0; i < ELEMENTSOF(table); i++)
+		for (size_t k = 1; k < WARD_AUTORUN_MAX_COMPONENTS; k++) {
+			const char *c;
+			size_t len;
+			bool last;
+
+			if (!component(table[i].path, k, &c, &len, &last))
+				break;
+			later[n_later].c = c;
+			later[n_later++].len = len;
+			later_first[(unsigned char)c[0] / 64] |= UINT64_C(1)
+				<< ((unsigned char)c[0] % 64);
+		}
+}
+
+/*
+ * Whether an entry could ever matter to the matcher, whatever the point and
+ * the policy: a name starting with a dot (every entry's first component
+ * does), anything but a regular file (a directory to look into or on the
+ * way to a PATH directory; a dangling link where a PATH directory is
+ * missing), or a later component of an entry. The scan cache keeps these of
+ * a directory, and the matcher run over them finds what it finds over all
+ * of them.
+ */
+static bool may_matter(const char *name, bool is_reg)
+{
+	unsigned char f = (unsigned char)name[0];
+
+	if (f == '.' || !is_reg)
+		return true;
+	pthread_once(&later_once, later_init);
+	if (!(later_first[f / 64] & (UINT64_C(1) << (f % 64))))
+		return false;
+	for (size_t i = 0; i < n_later; i++)
+		if (component_matches(later[i].c, later[i].len, name))
+			return true;
+	return false;
+}
+
+/*
  * Directories never looked into: git's own directory (its hooks and config
  * have protections of their own, and objects/ alone holds 256 directories)
  * and package trees that installs write by the thousand and that no editor,
@@ -342,6 +398,8 @@ const char *ward__policy_reason_runner(const char *reason)
 		{"git directory", "git's own directory, kept in its place"},
 		{"holds a protected path", "it holds a protected path, kept in its place"},
 		{"--protect", "protected on request"},
+		{"ward's own",
+		 "ward's own files (the autorun scan's cache), kept read-only like its rules and audit log"},
 	};
 
 	if (!reason)
@@ -376,6 +434,8 @@ struct scan {
 	size_t n, cap;
 	size_t entries;
 	int *start_fds; /* each start's directory, open while the scan runs, or -1 */
+	struct ward__scan_cache *cache; /* or NULL */
+	char *buf, *lbuf; /* getdents64's, a listing's (for the cache) */
 };
 
 static int push(struct scan *s, char *path, const struct ward__autorun_point *at, unsigned level,
@@ -443,6 +503,7 @@ struct hit {
 /* What reading one directory found (read_dir), applied afterwards in order (apply_dir). */
 struct result {
 	bool opened;
+	bool cached; /* its listing came from the scan cache */
 	struct hit *hits;
 	size_t n_hits, cap_hits;
 	uint64_t found; /* a start's single-component names seen, by table index */
@@ -478,46 +539,148 @@ static int add_hit(struct result *res, const char *name, enum ward__autorun_kind
 	return 0;
 }
 
+/* Whether nothing but first components of the table's entries can match at a point. */
+static bool only_first_components(const struct ward__autorun_point *at)
+{
+	for (size_t k = 1; k < WARD_AUTORUN_MAX_COMPONENTS; k++)
+		if (at->m[k])
+			return false;
+	return at->depth <= 0 && !at->paths;
+}
+
+/* One entry of a directory: kept in res when it matters at it. */
+static int consider(const struct scan *s, const struct item *it, struct result *res,
+		    const char *name, bool is_dir)
+{
+	struct ward__autorun_point child;
+	const char *reason = NULL;
+	enum ward__autorun_kind k;
+
+	/*
+	 * The deepest level (most directories) holds nothing but first
+	 * components, which all start with a dot: the matcher would say so
+	 * for every other name.
+	 */
+	if (name[0] != '.' && only_first_components(&it->at))
+		return 0;
+	k = ward__autorun_match(s->p, &it->at, it->path, name, is_dir, &child, &reason);
+	if (k == WARD_AUTORUN_NONE)
+		return 0;
+	if (k == WARD_AUTORUN_PROTECTED && it->start)
+		for (size_t i = 0; i < ELEMENTSOF(table); i++)
+			if (!strchr(table[i].path, '/') && strcmp(table[i].path, name) == 0)
+				res->found |= UINT64_C(1) << i;
+	return add_hit(res, name, k, reason, k == WARD_AUTORUN_DESCEND ? &child : NULL);
+}
+
+/* The entries a directory's listing in the scan cache holds, as if they had been read. */
+static int consider_listing(const struct scan *s, const struct item *it, struct result *res,
+			    const struct ward__scan_listing *l)
+{
+	const char *p = l->names;
+	int r = 0;
+
+	res->entries += l->entries;
+	for (uint32_t i = 0; r >= 0 && i < l->n; i++) {
+		bool is_dir = p[0] == 1;
+		size_t len = strlen(p + 1);
+
+		r = consider(s, it, res, p + 1, is_dir);
+		p += len + 2;
+	}
+	return r;
+}
+
+/* Appends an entry to a listing being made; past the cache's bounds the listing is not kept. */
+static void listing_add(struct ward__scan_listing *l, char *buf, bool *full, const char *name,
+			bool is_dir)
+{
+	size_t len = strlen(name);
+
+	if (*full || l->n >= WARD_SCAN_CACHE_MAX_NAMES ||
+	    l->len + len + 2 > WARD_SCAN_CACHE_MAX_LEN) {
+		*full = true;
+		return;
+	}
+	buf[l->len] = is_dir ? 1 : 0;
+	memcpy(buf + l->len + 1, name, len + 1);
+	l->len += (uint32_t)len + 2;
+	l->n++;
+}
+
 /*
- * Reads one directory (getdents64 into one buffer: no DIR and its 32 KiB per
- * directory) and keeps the entries that matter; nothing is changed until the
- * whole level is read (apply_dir).
+ * Looks into one directory: its listing from the scan cache when the
+ * directory is unchanged since (one statx), else read (getdents64 into one
+ * buffer: no DIR and its 32 KiB per directory) and given to the cache. Keeps
+ * the entries that matter; nothing is changed until the whole level is read
+ * (apply_dir).
  */
-static int read_dir(const struct scan *s, const struct item *it, char *buf, size_t size,
+static int read_dir(const struct scan *s, const struct item *it, char *buf, size_t size, char *lbuf,
 		    struct result *res)
 {
 	const char *start = s->starts[it->from];
-	int sfd = s->start_fds[it->from];
+	int sfd = s->start_fds[it->from], dfd = AT_FDCWD, rfd;
+	const char *where = it->path;
+	struct ward__scan_listing l = {.names = lbuf};
+	const struct statx *st = NULL;
 	_cleanup_close_ int fd = -1;
+	bool full = false, local;
+	struct statx stx;
 
 	/*
 	 * Relative to the start's directory, open for the whole scan: a shorter
 	 * walk than the whole path, for every directory (the scan's cost is
 	 * per directory). Every component was a directory, not a link, when
-	 * its parent was read.
+	 * its parent was read. A start is read through that descriptor itself.
 	 */
-	if (it->start || sfd < 0)
-		fd = open(it->path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	else
-		fd = openat(sfd, it->path + (strcmp(start, "/") == 0 ? 1 : strlen(start) + 1),
-			    O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	/* Gone, or not ours to read: nothing the command could not do to it is left to protect. */
-	if (fd < 0)
-		return 0;
+	if (sfd >= 0) {
+		dfd = sfd;
+		where = it->start ? "."
+				  : it->path + (strcmp(start, "/") == 0 ? 1 : strlen(start) + 1);
+	}
+	if (it->start) {
+		st = ward__scan_cache_start_stat(s->cache, it->from);
+	} else if (ward__scan_cache_worth(s->cache, it->from)) {
+		if (statx(dfd, where, AT_SYMLINK_NOFOLLOW | AT_NO_AUTOMOUNT,
+			  STATX_TYPE | STATX_INO | STATX_CTIME, &stx) < 0 ||
+		    !S_ISDIR(stx.stx_mode))
+			return 0;
+		st = &stx;
+	}
+	if (st && ward__scan_cache_get(s->cache, it->from, st, &l)) {
+		res->opened = res->cached = true;
+		return consider_listing(s, it, res, &l);
+	}
+	if (it->start && sfd >= 0) {
+		rfd = sfd;
+	} else {
+		fd = openat(dfd, where, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		/* Gone, or not ours to read: nothing the command could not do to it is left to protect. */
+		if (fd < 0)
+			return 0;
+		rfd = fd;
+		/* A record is of the directory opened, with its ctime before the reading. */
+		st = s->cache &&
+				statx(fd, "", AT_EMPTY_PATH, STATX_TYPE | STATX_INO | STATX_CTIME,
+				      &stx) == 0
+			? &stx
+			: NULL;
+	}
 	res->opened = true;
+	local = st && ward__scan_cache_local(s->cache, it->from, st);
 	for (;;) {
-		long n = syscall(SYS_getdents64, fd, buf, size);
+		long n = syscall(SYS_getdents64, rfd, buf, size);
 
 		if (n < 0 && errno == EINTR)
 			continue;
-		if (n <= 0)
+		if (n < 0)
 			return 0;
+		if (n == 0)
+			break;
 		for (long off = 0; off < n;) {
 			struct linux_dirent64 *d = (struct linux_dirent64 *)(buf + off);
-			struct ward__autorun_point child;
-			const char *reason = NULL, *name = d->d_name;
-			bool is_dir = d->d_type == DT_DIR;
-			enum ward__autorun_kind k;
+			const char *name = d->d_name;
+			bool is_dir = d->d_type == DT_DIR, is_reg = d->d_type == DT_REG;
 			int r;
 
 			off += d->d_reclen;
@@ -525,27 +688,32 @@ static int read_dir(const struct scan *s, const struct item *it, char *buf, size
 				continue;
 			/* Counted here, bounded by the caller between levels. */
 			res->entries++;
+			l.entries++;
 			if (d->d_type == DT_UNKNOWN) {
-				struct stat st;
+				struct stat sst;
+				bool ok = fstatat(rfd, name, &sst, AT_SYMLINK_NOFOLLOW) == 0;
 
-				is_dir = fstatat(fd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
-					S_ISDIR(st.st_mode);
+				is_dir = ok && S_ISDIR(sst.st_mode);
+				is_reg = ok && S_ISREG(sst.st_mode);
 			}
-			k = ward__autorun_match(s->p, &it->at, it->path, name, is_dir, &child,
-						&reason);
-			if (k == WARD_AUTORUN_NONE)
-				continue;
-			if (k == WARD_AUTORUN_PROTECTED && it->start)
-				for (size_t i = 0; i < ELEMENTSOF(table); i++)
-					if (!strchr(table[i].path, '/') &&
-					    strcmp(table[i].path, name) == 0)
-						res->found |= UINT64_C(1) << i;
-			r = add_hit(res, name, k, reason,
-				    k == WARD_AUTORUN_DESCEND ? &child : NULL);
+			if (may_matter(name, is_reg))
+				listing_add(&l, lbuf, &full, name, is_dir);
+			r = consider(s, it, res, name, is_dir);
 			if (r < 0)
 				return r;
 		}
+		/*
+		 * Room left for the longest entry means the directory ended: on
+		 * the local filesystems the cache trusts, getdents64 fills the
+		 * buffer until the next entry does not fit or none is left, so
+		 * the call that would return 0 is saved.
+		 */
+		if (local && (size_t)n + sizeof(struct linux_dirent64) + 256 + 8 <= size)
+			break;
 	}
+	if (!full && st)
+		ward__scan_cache_put(s->cache, it->from, st, &l);
+	return 0;
 }
 
 /* What one directory's reading found, in the order of the queue: watched, reported, queued. */
@@ -594,18 +762,15 @@ static int apply_dir(struct scan *s, const struct item *it, const struct result 
 static int read_level(const struct scan *s, const struct item *items, size_t n, struct result *res,
 		      uint64_t deadline_ms, bool *ret_late)
 {
-	_cleanup_free_ char *buf = malloc(SCAN_BUF);
 	int r = 0;
 
 	*ret_late = false;
-	if (!buf)
-		return -ENOMEM;
 	for (size_t i = 0; i < n && r >= 0; i++) {
 		if (i % 16 == 15 && ward__now_ms() > deadline_ms) {
 			*ret_late = true;
 			break;
 		}
-		r = read_dir(s, &items[i], buf, SCAN_BUF, &res[i]);
+		r = read_dir(s, &items[i], s->buf, SCAN_BUF, s->lbuf, &res[i]);
 	}
 	return r;
 }
@@ -632,11 +797,21 @@ int ward__autorun_scan(struct ward_policy *p, char *const *starts,
 		return 0;
 	s.entries = budget->entries;
 	s.start_fds = malloc(n * sizeof(int));
-	if (!s.start_fds)
+	s.buf = malloc(SCAN_BUF);
+	s.lbuf = malloc(WARD_SCAN_CACHE_MAX_LEN);
+	if (!s.start_fds || !s.buf || !s.lbuf) {
+		free(s.start_fds);
+		free(s.buf);
+		free(s.lbuf);
 		return -ENOMEM;
+	}
+	s.cache = ward__scan_cache_begin(n);
 	/* Each start's directory stays open: the directories beneath are opened relative to it. */
-	for (size_t i = 0; i < n; i++)
+	for (size_t i = 0; i < n; i++) {
 		s.start_fds[i] = open(starts[i], O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (s.cache)
+			ward__scan_cache_start(s.cache, i, s.start_fds[i]);
+	}
 	for (size_t i = 0; r >= 0 && i < n; i++) {
 		char *path = strdup(starts[i]);
 
@@ -678,8 +853,10 @@ int ward__autorun_scan(struct ward_policy *p, char *const *starts,
 		}
 		memcpy(items, &s.q[ls], (le - ls) * sizeof(*items));
 		r = read_level(&s, items, le - ls, res, budget->deadline_ms, &late);
-		for (size_t i = 0; i < le - ls; i++)
+		for (size_t i = 0; i < le - ls; i++) {
 			s.entries += res[i].entries;
+			p->scan_cached += res[i].cached;
+		}
 		for (size_t i = 0; r >= 0 && i < le - ls; i++)
 			r = apply_dir(&s, &items[i], &res[i]);
 		for (size_t i = 0; i < le - ls; i++)
@@ -691,6 +868,7 @@ int ward__autorun_scan(struct ward_policy *p, char *const *starts,
 		}
 		ls = le;
 	}
+	ward__scan_cache_end(s.cache);
 	budget->entries = s.entries;
 	if (capped) {
 		/* The level being read when the scan stopped is partly done. */
@@ -703,6 +881,8 @@ int ward__autorun_scan(struct ward_policy *p, char *const *starts,
 		if (s.start_fds[i] >= 0)
 			close(s.start_fds[i]);
 	free(s.start_fds);
+	free(s.buf);
+	free(s.lbuf);
 	free(s.q);
 	return r;
 }

@@ -76,8 +76,8 @@ int ward__policy_protection_of(const struct ward_policy *p, const char *path, ch
 	const struct ward__protected *e = ward__policy_protected_for(p, path);
 
 	if (e) {
-		/* The caller's own (--protect) cannot be lifted; neither can what holds one. */
-		if (strcmp(e->reason, "--protect") == 0)
+		/* The caller's own (--protect) and ward's cannot be lifted; neither can what holds one. */
+		if (strcmp(e->reason, "--protect") == 0 || e->reason == ward__policy_reason_own)
 			return -EPERM;
 		*ret_lift = strdup(e->path);
 		if (!*ret_lift)

@@ -95,6 +95,7 @@ int ward__policy_dup_resolved(const struct ward_policy *src, struct ward_policy 
 	if (r >= 0)
 		r = strv_copy(&p->path_missing, &src->path_missing);
 	p->protected = calloc(src->n_protected + 1, sizeof(*p->protected));
+	p->cap_protected = src->n_protected + 1;
 	p->deny = calloc(src->n_deny + 1, sizeof(*p->deny));
 	p->watches = calloc(src->n_watches + 1, sizeof(*p->watches));
 	if (r < 0 || failed || !p->protected || !p->deny || !p->watches) {
@@ -131,6 +132,7 @@ int ward__policy_dup_resolved(const struct ward_policy *src, struct ward_policy 
 	}
 	p->scan_depth = src->scan_depth;
 	p->scan_cut = src->scan_cut;
+	p->scan_cached = src->scan_cached;
 	p->resolved = true;
 	*ret_policy = p;
 	return 0;

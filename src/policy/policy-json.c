@@ -494,7 +494,8 @@ static json_t *strv_json(const struct ward__strv *v)
 /*
  * The directories where autorun names are watched for (beyond the missing
  * ones listed at each root): how deep the scan went, whether a cap stopped
- * it, and each directory looked into.
+ * it, how many directories the scan cache answered for, and each directory
+ * looked into.
  */
 static json_t *autorun_json(const struct ward_policy *p)
 {
@@ -508,6 +509,7 @@ static json_t *autorun_json(const struct ward_policy *p)
 	json_object_set_new(o, "depth", json_integer(WARD_AUTORUN_DEPTH));
 	json_object_set_new(o, "complete", json_boolean(!p->scan_cut));
 	json_object_set_new(o, "depth_complete", json_integer(p->scan_depth));
+	json_object_set_new(o, "cached", json_integer(p->scan_cached));
 	json_object_set_new(o, "home", p->home ? path_json(p->home) : json_null());
 	json_object_set_new(o, "missing_path_dirs", strv_json(&p->path_missing));
 	for (size_t i = 0; i < p->n_watches; i++)

@@ -122,7 +122,7 @@ void ward__policy_clear_resolved(struct ward_policy *p)
 	}
 	free(p->protected);
 	p->protected = NULL;
-	p->n_protected = 0;
+	p->n_protected = p->cap_protected = 0;
 	for (size_t i = 0; i < p->n_deny; i++)
 		free(p->deny[i].path);
 	free(p->deny);
@@ -147,6 +147,7 @@ void ward__policy_clear_resolved(struct ward_policy *p)
 	p->n_watches = 0;
 	p->scan_depth = 0;
 	p->scan_cut = false;
+	p->scan_cached = 0;
 	p->resolved = false;
 }
 

@@ -140,7 +140,7 @@ struct ward_policy {
 	char *resolved_cwd; /* canonical */
 	struct ward__strv roots; /* canonical existing directories, sorted so parents come first */
 	struct ward__protected *protected; /* sorted so parents come first */
-	size_t n_protected;
+	size_t n_protected, cap_protected;
 	struct ward__deny *deny;
 	size_t n_deny;
 	/*
@@ -162,6 +162,7 @@ struct ward_policy {
 	size_t n_watches;
 	unsigned scan_depth; /* levels the scan completed beneath every root */
 	bool scan_cut; /* a cap stopped the scan: deeper directories were not looked into */
+	unsigned scan_cached; /* directories whose listing came from the scan cache */
 };
 
 /* Whether the network is by domain: reached only through ward's proxy. */
@@ -329,3 +330,9 @@ WARD_INTERNAL const char *ward__policy_reason_runner(const char *reason);
 
 /* The reason of the PATH class ("autorun: on PATH"), static. */
 WARD_INTERNAL extern const char ward__autorun_path_reason[];
+/*
+ * The reason of ward's own directories that resolution protects ("ward's
+ * own": the scan cache's, scan-cache.c), never lifted by --unprotect. The
+ * fallback's guard leaves it alone: see guard.c.
+ */
+WARD_INTERNAL extern const char ward__policy_reason_own[];

@@ -5,11 +5,14 @@
  * the parents that keep it in place; --unprotect applied on the way. The
  * git walk (git.c) and the resolution (resolve.c) both add through here.
  */
+#include <fcntl.h>
 #include <limits.h>
+#include <linux/openat2.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "basic/cleanup.h"
@@ -30,6 +33,46 @@ struct canon_cache {
 };
 static _Thread_local struct canon_cache *canon_cache;
 
+/*
+ * Whether path, absolute and normal (no ".", "..", "//" or trailing '/'),
+ * names something without a symlink on the way: then it is its own
+ * canonical form. One openat2() and a close, where realpath() reads the
+ * link of every component (a PATH entry has five or six).
+ */
+static bool no_openat2;
+
+static bool canonical_already(const char *path)
+{
+	struct open_how how = {.flags = O_PATH | O_CLOEXEC, .resolve = RESOLVE_NO_SYMLINKS};
+	size_t depth = 0;
+	long fd;
+
+	if (path[0] != '/' || !path[1])
+		return false;
+	for (const char *s = path; *s; s++) {
+		if (*s != '/')
+			continue;
+		depth++;
+		if (s[1] == '/' || s[1] == '\0' ||
+		    (s[1] == '.' &&
+		     (s[2] == '/' || !s[2] || (s[2] == '.' && (s[3] == '/' || !s[3])))))
+			return false;
+	}
+	if (depth < 3)
+		return false;
+	if (no_openat2)
+		return false;
+	fd = syscall(SYS_openat2, AT_FDCWD, path, &how, sizeof(how));
+	if (fd < 0) {
+		/* Before Linux 5.6 (or a filter that refuses it): realpath() every time. */
+		if (errno == ENOSYS || errno == EPERM)
+			no_openat2 = true;
+		return false;
+	}
+	close((int)fd);
+	return true;
+}
+
 char *ward__policy_canon(const char *path, char *out)
 {
 	struct canon_cache *c = canon_cache;
@@ -38,7 +81,9 @@ char *ward__policy_canon(const char *path, char *out)
 		memcpy(out, c->out, strlen(c->out) + 1);
 		return out;
 	}
-	if (!realpath(path, out))
+	if (strlen(path) < PATH_MAX && canonical_already(path))
+		memcpy(out, path, strlen(path) + 1);
+	else if (!realpath(path, out))
 		return NULL;
 	if (c && strlen(path) < sizeof(c->in)) {
 		memcpy(c->in, path, strlen(path) + 1);
@@ -80,10 +125,16 @@ int ward__policy_add_entry(struct ward_policy *p, const char *path, enum ward__p
 			return 0;
 	if (p->n_protected >= WARD_POLICY_MAX_PROTECTED)
 		return -E2BIG;
-	n = realloc(p->protected, (p->n_protected + 1) * sizeof(*n));
-	if (!n)
-		return -ENOMEM;
-	p->protected = n;
+	if (p->n_protected == p->cap_protected) {
+		size_t cap = p->cap_protected ? 2 * p->cap_protected : 32;
+
+		n = reallocarray(p->protected, cap, sizeof(*n));
+		if (!n)
+			return -ENOMEM;
+		p->protected = n;
+		p->cap_protected = cap;
+	}
+	n = p->protected;
 	e = &n[p->n_protected];
 	*e = (struct ward__protected){.kind = kind, .is_dir = is_dir, .reason = reason};
 	e->path = strdup(path);
@@ -100,6 +151,7 @@ int ward__policy_add_entry(struct ward_policy *p, const char *path, enum ward__p
 }
 
 const char ward__policy_reason_explicit[] = "--protect";
+const char ward__policy_reason_own[] = "ward's own";
 static const char reason_holds[] = "holds a protected path";
 
 /*
@@ -110,8 +162,8 @@ static const char reason_holds[] = "holds a protected path";
  */
 static bool lifted(const struct ward_policy *p, const char *path, const char *reason)
 {
-	return reason != ward__policy_reason_explicit && reason != reason_holds &&
-		ward__policy_unprotected(p, path);
+	return reason != ward__policy_reason_explicit && reason != ward__policy_reason_own &&
+		reason != reason_holds && ward__policy_unprotected(p, path);
 }
 
 /* Pins a directory inside a writable root (not a root itself: roots are mount points already). */
@@ -120,6 +172,9 @@ int ward__policy_pin(struct ward_policy *p, const char *path, const char *reason
 	char canon[PATH_MAX];
 	struct stat st;
 
+	/* A root is a mount point already (and the names of a root are many). */
+	if (ward__policy_is_root(p, path))
+		return 0;
 	if (!ward__policy_canon(path, canon) || stat(canon, &st) < 0 || !S_ISDIR(st.st_mode))
 		return 0;
 	if (!ward__policy_in_roots(p, canon) || ward__policy_is_root(p, canon) ||
@@ -336,9 +391,13 @@ int ward__policy_pin_all_ancestors(struct ward_policy *p)
 	 */
 	for (size_t i = 0; i < n; i++) {
 		bool missing = p->protected[i].kind == WARD_PROTECT_MISSING;
+		const char *at = missing ? p->protected[i].guard_dir : p->protected[i].path;
 
-		r = ward__policy_pin_ancestors(
-			p, missing ? p->protected[i].guard_dir : p->protected[i].path, missing);
+		/* The missing names of one directory come in a row: its ancestors once. */
+		if (i > 0 && missing && p->protected[i - 1].kind == WARD_PROTECT_MISSING &&
+		    strcmp(p->protected[i - 1].guard_dir, at) == 0)
+			continue;
+		r = ward__policy_pin_ancestors(p, at, missing);
 		if (r < 0)
 			return r;
 	}

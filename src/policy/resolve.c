@@ -16,6 +16,7 @@
 #include "basic/error.h"
 #include "basic/util.h"
 #include "policy/protect.h"
+#include "policy/scan-cache.h"
 
 static int cmp_depth(const char *a, const char *b)
 {
@@ -157,6 +158,7 @@ static int protect_path_dirs(struct ward_policy *p, struct ward__strv *starts)
 	const char *path = getenv("PATH");
 	_cleanup_free_ char *copy = path ? strdup(path) : NULL;
 	char *next = NULL, *e, canon[PATH_MAX];
+	const char *seen[WARD_POLICY_MAX_PATHS];
 	unsigned count = 0;
 	int r;
 
@@ -165,13 +167,20 @@ static int protect_path_dirs(struct ward_policy *p, struct ward__strv *starts)
 	if (!copy)
 		return -ENOMEM;
 	/* Not strtok: an empty entry means the working directory. */
-	for (e = copy; e && count++ < WARD_POLICY_MAX_PATHS; e = next) {
+	for (e = copy; e && count < WARD_POLICY_MAX_PATHS; e = next) {
 		_cleanup_free_ char *abs = NULL, *start = NULL;
 		const char *why = NULL;
+		bool again = false;
 
 		next = strchr(e, ':');
 		if (next)
 			*next++ = '\0';
+		/* Shell startup files that add to PATH every time leave it with copies. */
+		for (unsigned i = 0; i < count && !again; i++)
+			again = strcmp(seen[i], e) == 0;
+		seen[count++] = e;
+		if (again)
+			continue;
 		abs = e[0] == '/' ? ward__path_absolute(e)
 				  : ward__path_join(p->resolved_cwd, e[0] ? e : ".");
 		if (!abs)
@@ -252,10 +261,9 @@ static int protect_home_git(struct ward_policy *p)
 static int protect_roots(struct ward_policy *p, const struct ward__strv *named,
 			 struct ward_error *err)
 {
-	_cleanup_free_ struct ward__autorun_point *points =
-		calloc(p->roots.n + WARD_POLICY_MAX_PATHS + 1, sizeof(*points));
-	_cleanup_free_ char **starts =
-		calloc(p->roots.n + WARD_POLICY_MAX_PATHS + 2, sizeof(char *));
+	/* The roots and the home directory; later the PATH starts (the arrays grow for them). */
+	_cleanup_free_ struct ward__autorun_point *points = calloc(p->roots.n + 1, sizeof(*points));
+	_cleanup_free_ char **starts = calloc(p->roots.n + 1, sizeof(char *));
 	_cleanup_(ward__strv_release) struct ward__strv path_starts = {0};
 	struct ward__autorun_sink sink = {sink_found, sink_missing, p};
 	struct ward__autorun_budget budget = {ward__now_ms() + WARD_AUTORUN_SCAN_MS, 0};
@@ -315,6 +323,17 @@ static int protect_roots(struct ward_policy *p, const struct ward__strv *named,
 	p->scan_cut = false;
 	r = ward__autorun_scan(p, starts, points, n, &sink, &budget);
 	n = 0;
+	if (r >= 0 && path_starts.n > p->roots.n + 1) {
+		struct ward__autorun_point *np = reallocarray(points, path_starts.n, sizeof(*np));
+		char **ns;
+
+		if (np)
+			points = np;
+		ns = np ? reallocarray(starts, path_starts.n, sizeof(*ns)) : NULL;
+		if (ns)
+			starts = ns;
+		r = np && ns ? 0 : -ENOMEM;
+	}
 	for (size_t i = 0; r >= 0 && i < path_starts.n; i++) {
 		/* Kept in place: the guard watches this directory, not its path. */
 		r = ward__policy_pin_ancestors(p, path_starts.v[i], true);
@@ -516,6 +535,23 @@ static int resolve(struct ward_policy *p, struct ward_error *err)
 				return ward__error(err, r, "policy",
 						   "cannot resolve protected path '%s': %m",
 						   p->protect.v[i]);
+		}
+		/*
+		 * The scan cache's directory, when a writable root holds it:
+		 * ward's own, read-only like its rules (scan-cache.c says why
+		 * its files are trusted even where this cannot hold). Not
+		 * before it exists: guarding a missing one would refuse the
+		 * first missing directory on the way (~/.cache) to every
+		 * command.
+		 */
+		if (ward__scan_cache_dir() && stat(ward__scan_cache_dir(), &st) == 0 &&
+		    S_ISDIR(st.st_mode)) {
+			r = ward__policy_protect(p, ward__scan_cache_dir(),
+						 ward__policy_reason_own);
+			if (r < 0)
+				return ward__error(err, r, "policy",
+						   "cannot protect ward's directory '%s': %m",
+						   ward__scan_cache_dir());
 		}
 		r = ward__policy_pin_all_ancestors(p);
 		if (r < 0)

@@ -122,13 +122,15 @@ static int cmp_int(const void *a, const void *b)
  * never see EOF). Close everything above 2 but what the sandbox needs.
  */
 static void close_inherited_fds(const struct ward__spawn_opts *o, int report_fd, int pty_sock,
-				int hold_fd, const struct ward__init_leases *leases)
+				int hold_fd, int arm_fd, const struct ward__init_leases *leases)
 {
-	int keep[WARD_MAX_KEEP_FDS + 8 + WARD_GUARD_MAX_LEASES];
+	int keep[WARD_MAX_KEEP_FDS + 9 + WARD_GUARD_MAX_LEASES];
 	size_t n = 0;
 	unsigned lo = 3;
 
 	keep[n++] = report_fd;
+	if (arm_fd >= 0)
+		keep[n++] = arm_fd;
 	if (o->net_fd >= 0)
 		keep[n++] = o->net_fd;
 	if (hold_fd >= 0)
@@ -158,7 +160,7 @@ static void close_inherited_fds(const struct ward__spawn_opts *o, int report_fd,
 _noreturn_ void ward__child_main(const struct ward__spawn_opts *opts, int report_fd, int life_fd,
 				 int pty_sock, int hold_fd, const struct ward__seccomp_prog *prog,
 				 enum ward__isolation iso, uid_t uid, gid_t gid, int landlock_abi,
-				 const struct ward__init_leases *leases)
+				 const struct ward__init_leases *leases, int arm_fd)
 {
 	bool isolated = iso != WARD_ISOLATION_NONE;
 	struct ward__spawn_opts local = *opts, *o = &local;
@@ -180,7 +182,7 @@ _noreturn_ void ward__child_main(const struct ward__spawn_opts *opts, int report
 	if (poll(&pfd, 1, 0) > 0 && (pfd.revents & (POLLHUP | POLLIN)))
 		_exit(125);
 	close(life_fd);
-	close_inherited_fds(o, report_fd, pty_sock, hold_fd, leases);
+	close_inherited_fds(o, report_fd, pty_sock, hold_fd, arm_fd, leases);
 
 	if (isolated) {
 		/* Without a user namespace (root) the ids are the host's: nothing to map. */
@@ -227,7 +229,7 @@ _noreturn_ void ward__child_main(const struct ward__spawn_opts *opts, int report
 		if (r < 0)
 			child_fail(report_fd, &e);
 	}
-	ward__init_main(o, report_fd, hold_fd, prog, landlock_fd, iso, leases);
+	ward__init_main(o, report_fd, hold_fd, prog, landlock_fd, iso, leases, arm_fd);
 }
 
 /*
@@ -281,7 +283,7 @@ _noreturn_ void ward__child_prepared_main(const struct ward__spawn_opts *opts, i
 		o->stdio[i] = -1;
 	o->tty_fd = -1;
 	o->n_keep_fds = 0;
-	close_inherited_fds(o, report_fd, ctl_fd, -1, &no_leases);
+	close_inherited_fds(o, report_fd, ctl_fd, -1, -1, &no_leases);
 
 	if (iso == WARD_ISOLATION_USERNS) {
 		r = write_id_maps(uid, gid, &e);

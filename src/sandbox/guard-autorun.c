@@ -58,12 +58,13 @@ static void merge_point(struct ward__autorun_point *into, const struct ward__aut
 /*
  * Watches the directory at path (or, with fd >= 0, the directory fd is open
  * on: the one about to be looked into, whatever its path names by now) and
- * records it. A directory watched already (another name for it, or
+ * records it, with path copied (a new directory's) or, for the policy's
+ * own (which outlives the guard), as it is. A directory watched already (another name for it, or
  * watched again after lost events) has its points merged. -E2BIG past the
  * bound, -ENOSPC when the kernel refuses, -ENOENT/-ENOTDIR when it is gone.
  */
 static int watch_dir(struct ward__guard *g, int fd, const char *path,
-		     const struct ward__autorun_point *at)
+		     const struct ward__autorun_point *at, bool copy)
 {
 	struct autorun_watch *w;
 	char proc[64];
@@ -110,7 +111,8 @@ static int watch_dir(struct ward__guard *g, int fd, const char *path,
 	for (i = g->n_aw; i > 0 && g->aw[i - 1].wd > wd; i--)
 		;
 	memmove(&g->aw[i + 1], &g->aw[i], (g->n_aw - i) * sizeof(*g->aw));
-	g->aw[i] = (struct autorun_watch){.wd = wd, .path = strdup(path), .at = *at};
+	g->aw[i] = (struct autorun_watch){
+		.wd = wd, .path = copy ? strdup(path) : (char *)path, .own = copy, .at = *at};
 	if (!g->aw[i].path) {
 		memmove(&g->aw[i], &g->aw[i + 1], (g->n_aw - i) * sizeof(*g->aw));
 		return -ENOMEM;
@@ -123,9 +125,18 @@ int ward__guard_autorun_init(struct ward__guard *g, struct ward_error *err)
 {
 	const struct ward_policy *p = g->policy;
 
+	/* One allocation for the scan's directories, and room for new ones. */
+	if (g->cap_aw < p->n_watches + 64) {
+		struct autorun_watch *nw = reallocarray(g->aw, p->n_watches + 64, sizeof(*nw));
+
+		if (!nw)
+			return ward__error(err, -ENOMEM, "guard", "out of memory");
+		g->aw = nw;
+		g->cap_aw = p->n_watches + 64;
+	}
 	/* Before the command exists: the paths are the directories the scan read. */
 	for (size_t i = 0; i < p->n_watches; i++) {
-		int r = watch_dir(g, -1, p->watches[i].path, &p->watches[i].at);
+		int r = watch_dir(g, -1, p->watches[i].path, &p->watches[i].at, false);
 
 		if (r == -ENOENT || r == -ENOTDIR)
 			continue;
@@ -143,7 +154,8 @@ int ward__guard_autorun_init(struct ward__guard *g, struct ward_error *err)
 void ward__guard_autorun_release(struct ward__guard *g)
 {
 	for (size_t i = 0; i < g->n_aw; i++)
-		free(g->aw[i].path);
+		if (g->aw[i].own)
+			free(g->aw[i].path);
 	free(g->aw);
 	g->aw = NULL;
 	g->n_aw = g->cap_aw = 0;
@@ -197,7 +209,7 @@ static int look_into(struct ward__guard *g, const struct autorun_pending *it, ch
 	if (fd < 0)
 		return 0;
 	if (!it->again) {
-		r = watch_dir(g, fd, it->path, &it->at);
+		r = watch_dir(g, fd, it->path, &it->at, true);
 		if (r == -ENOENT || r == -ENOTDIR)
 			return 0;
 		if (r < 0)

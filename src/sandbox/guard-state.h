@@ -52,6 +52,7 @@ struct target {
 struct autorun_watch {
 	int wd;
 	char *path; /* as it was when the watch was added */
+	bool own; /* path is the guard's (a new directory's), else the policy's */
 	struct ward__autorun_point at;
 };
 
@@ -76,6 +77,7 @@ struct ward__guard {
 	struct ward__watches *hub; /* the shared instance, or NULL */
 	bool fallback;
 	bool tripped;
+	bool autorun_deferred; /* p->watches not watched yet: ward__guard_arm() */
 	/* With a shared instance: what the dispatched events said, until ward__guard_read(). */
 	const char *pend_access;
 	char *pend_path;

@@ -425,8 +425,23 @@ static int pin_chain(struct ward__guard *g, const struct ward_policy *p, const c
 	return 0;
 }
 
+/* Whether the autorun watch of e's directory refuses e's name with e's reason (see below). */
+static bool autorun_watch_catches(const struct ward_policy *p, const struct ward__protected *e)
+{
+	struct ward__autorun_point child;
+	const char *reason = NULL;
+
+	for (size_t i = 0; i < p->n_watches; i++)
+		if (strcmp(p->watches[i].path, e->guard_dir) == 0)
+			return ward__autorun_match(p, &p->watches[i].at, e->guard_dir,
+						   e->guard_name, false, &child,
+						   &reason) == WARD_AUTORUN_PROTECTED &&
+				reason == e->reason;
+	return false;
+}
+
 int ward__guard_new(const struct ward_policy *p, bool fallback, struct ward__watches *shared,
-		    struct ward__guard **ret, struct ward_error *err)
+		    bool defer_autorun, struct ward__guard **ret, struct ward_error *err)
 {
 	struct ward__guard *g;
 	size_t n_missing = 0;
@@ -471,12 +486,28 @@ int ward__guard_new(const struct ward_policy *p, bool fallback, struct ward__wat
 
 		switch (e->kind) {
 		case WARD_PROTECT_MISSING:
+			/*
+			 * A missing autorun name at a directory the scan looked
+			 * into is the autorun watch's (guard-autorun.c): the
+			 * same event, the same reason, the same removal. With
+			 * namespaces that watch is all it needs (dozens of
+			 * names at every root); the fallback also pins the way
+			 * to it (below).
+			 */
+			if (!fallback && autorun_watch_catches(p, e))
+				break;
 			r = target_add(g, T_MISSING, e->guard_dir, e->guard_name, e->reason, err);
 			if (r >= 0 && fallback)
 				r = pin_chain(g, p, e->guard_dir, true, err);
 			break;
 		case WARD_PROTECT_READONLY:
-			if (!fallback)
+			/*
+			 * ward's own scan cache is not kept and put back here:
+			 * its files are trusted for their key, not their place
+			 * (policy/scan-cache.c), and keeping a directory of
+			 * them would cost every launch.
+			 */
+			if (!fallback || e->reason == ward__policy_reason_own)
 				break;
 			if (!ward__path_split(e->path, dir, sizeof(dir), &name))
 				break;
@@ -491,7 +522,8 @@ int ward__guard_new(const struct ward_policy *p, bool fallback, struct ward__wat
 		}
 	}
 	/* The directories where autorun names must not appear, and those that appear there. */
-	if (r >= 0)
+	g->autorun_deferred = defer_autorun;
+	if (r >= 0 && !defer_autorun)
 		r = ward__guard_autorun_init(g, err);
 	if (r < 0) {
 		ward__guard_free(g);
@@ -499,6 +531,14 @@ int ward__guard_new(const struct ward_policy *p, bool fallback, struct ward__wat
 	}
 	*ret = g;
 	return 0;
+}
+
+int ward__guard_arm(struct ward__guard *g, struct ward_error *err)
+{
+	if (!g || !g->autorun_deferred)
+		return 0;
+	g->autorun_deferred = false;
+	return ward__guard_autorun_init(g, err);
 }
 
 int ward__guard_fd(const struct ward__guard *g)

@@ -698,11 +698,27 @@ _noreturn_ static void init_run(const struct ward__spawn_opts *o, int report_fd,
 
 void ward__init_main(const struct ward__spawn_opts *o, int report_fd, int hold_fd,
 		     const struct ward__seccomp_prog *prog, int landlock_fd,
-		     enum ward__isolation iso, const struct ward__init_leases *leases)
+		     enum ward__isolation iso, const struct ward__init_leases *leases, int arm_fd)
 {
 	struct init_ctx c;
 
 	init_setup(o, report_fd, prog, iso, leases, &c);
+	/*
+	 * ward watches the autorun directories while this process set up the
+	 * sandbox (spawn.c): the command must not start before every watch is
+	 * there, or it could plant a name where none looks yet. EOF without
+	 * the byte: ward failed to arm the guard, or died; no command then.
+	 */
+	if (arm_fd >= 0) {
+		char b;
+		ssize_t n;
+
+		while ((n = read(arm_fd, &b, 1)) < 0 && errno == EINTR)
+			;
+		if (n != 1)
+			_exit(125);
+		close(arm_fd);
+	}
 	init_run(o, report_fd, hold_fd, prog, landlock_fd, iso, leases, &c, -1);
 }
 

@@ -223,7 +223,7 @@ int ward__sandbox_launch(struct ward__sandbox *sb, const struct ward__spawn_opts
 		if (r < 0)
 			return ward__error(err, r, "launch", "out of memory");
 	}
-	r = ward__guard_new(priv->policy, false, o->watches, &priv->guard, err);
+	r = ward__guard_new(priv->policy, false, o->watches, false, &priv->guard, err);
 	if (r < 0)
 		return r;
 	sb->guard_fd = ward__guard_fd(priv->guard);

@@ -282,10 +282,14 @@ WARD_INTERNAL int ward__watches_dispatch(struct ward__watches *w);
  */
 /*
  * p must outlive the guard (the sandbox's own copy, ward__policy_dup_resolved).
+ * With defer_autorun the directories of p->watches are watched only by
+ * ward__guard_arm(), which must return before the command may start.
  */
 WARD_INTERNAL int ward__guard_new(const struct ward_policy *p, bool fallback,
-				  struct ward__watches *shared, struct ward__guard **ret,
-				  struct ward_error *err);
+				  struct ward__watches *shared, bool defer_autorun,
+				  struct ward__guard **ret, struct ward_error *err);
+/* Watches what ward__guard_new() deferred (nothing for a NULL guard); -errno with err. */
+WARD_INTERNAL int ward__guard_arm(struct ward__guard *g, struct ward_error *err);
 WARD_INTERNAL void ward__guard_free(struct ward__guard *g);
 /* The inotify fd to poll (owned by the guard), or -1 (none, or a shared instance). */
 WARD_INTERNAL int ward__guard_fd(const struct ward__guard *g);
@@ -692,7 +696,11 @@ _noreturn_ WARD_INTERNAL void ward__init_prepared_main(struct ward__spawn_opts *
 						       int ctl_fd,
 						       const struct ward__seccomp_prog *prog,
 						       int landlock_fd, enum ward__isolation iso);
+/*
+ * With arm_fd >= 0, the command starts only once ward wrote a byte there
+ * (its guard is armed); at EOF init exits without it.
+ */
 _noreturn_ WARD_INTERNAL void ward__init_main(const struct ward__spawn_opts *o, int report_fd,
 					      int hold_fd, const struct ward__seccomp_prog *prog,
 					      int landlock_fd, enum ward__isolation iso,
-					      const struct ward__init_leases *leases);
+					      const struct ward__init_leases *leases, int arm_fd);

@@ -68,7 +68,7 @@ _noreturn_ WARD_INTERNAL void ward__child_main(const struct ward__spawn_opts *op
 					       const struct ward__seccomp_prog *prog,
 					       enum ward__isolation iso, uid_t uid, gid_t gid,
 					       int landlock_abi,
-					       const struct ward__init_leases *leases);
+					       const struct ward__init_leases *leases, int arm_fd);
 /*
  * A prepared sandbox's child: the same without the command, its namespaces
  * made by unshare(), then init waits for its command

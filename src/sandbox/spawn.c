@@ -100,6 +100,9 @@ static void wait_setup(struct ward__sandbox *sb)
 	}
 }
 
+/* Autorun directories from which on they are watched while the child sets up (arm). */
+#define ARM_AFTER_CLONE 32
+
 /* Returns 1 when namespaces were refused by the host (caller falls back), 0 or -errno otherwise. */
 static int spawn_attempt(const struct ward__spawn_opts *o, struct ward__sandbox *sb,
 			 enum ward__isolation iso, int landlock_abi, bool user_notif,
@@ -112,13 +115,15 @@ static int spawn_attempt(const struct ward__spawn_opts *o, struct ward__sandbox 
 	struct ward__seccomp_prog prog = {0};
 	struct ward__init_leases leases = {0};
 	_cleanup_free_ struct ward__sandbox_priv *priv = NULL;
-	int report[2] = {-1, -1}, life[2] = {-1, -1}, ptys[2] = {-1, -1}, net[2] = {-1, -1};
+	int report[2] = {-1, -1}, life[2] = {-1, -1}, ptys[2] = {-1, -1}, net[2] = {-1, -1},
+	    arm[2] = {-1, -1};
 	unsigned long flags;
 	int pidfd = -1;
 	uid_t uid = geteuid();
 	gid_t gid = getegid();
 	long pid;
-	int r;
+	int r, arm_r = 0;
+	bool defer;
 
 	priv = calloc(1, sizeof(*priv));
 	if (!priv)
@@ -142,14 +147,23 @@ static int spawn_attempt(const struct ward__spawn_opts *o, struct ward__sandbox 
 		ward__error(err, r, "spawn", "out of memory");
 		goto fail;
 	}
-	/* In the fallback this keeps every protected path: before the command exists. */
-	r = ward__guard_new(priv->policy, !isolated && !danger, o->watches, &priv->guard, err);
+	/*
+	 * In the fallback this keeps every protected path: before the command
+	 * exists. Many autorun directories (one watch each, a few hundred in a
+	 * large workspace) are watched after the clone instead, while the child
+	 * builds the sandbox, and the command waits for them (arm). A few are
+	 * cheaper watched here than waited for.
+	 */
+	defer = p->n_watches >= ARM_AFTER_CLONE;
+	r = ward__guard_new(priv->policy, !isolated && !danger, o->watches, defer, &priv->guard,
+			    err);
 	if (r < 0)
 		goto fail;
 	sb->guard_fd = ward__guard_fd(priv->guard);
 	leases.n = ward__guard_leases(priv->guard, &leases.fds, &leases.paths);
 
-	if (pipe2(report, O_CLOEXEC) < 0 || pipe2(life, O_CLOEXEC) < 0) {
+	if (pipe2(report, O_CLOEXEC) < 0 || pipe2(life, O_CLOEXEC) < 0 ||
+	    (priv->guard && defer && pipe2(arm, O_CLOEXEC) < 0)) {
 		r = ward__error(err, -errno, "spawn", "cannot create a pipe: %m");
 		goto fail;
 	}
@@ -198,6 +212,8 @@ static int spawn_attempt(const struct ward__spawn_opts *o, struct ward__sandbox 
 
 		close(report[0]);
 		close(life[1]);
+		if (arm[1] >= 0)
+			close(arm[1]);
 		if (ptys[0] >= 0)
 			close(ptys[0]);
 		if (net[0] >= 0)
@@ -208,7 +224,22 @@ static int spawn_attempt(const struct ward__spawn_opts *o, struct ward__sandbox 
 		 * Never a shared instance (guard_fd is -1 then): that one is ward's.
 		 */
 		ward__child_main(&co, report[1], life[0], ptys[1], sb->guard_fd, &prog, iso, uid,
-				 gid, danger ? 0 : landlock_abi, &leases);
+				 gid, danger ? 0 : landlock_abi, &leases, arm[0]);
+	}
+
+	/*
+	 * The autorun watches, while the child sets up (on another core, when
+	 * there is one free). Then the byte that lets the command start; a child
+	 * already gone (its report says why) makes the write fail harmlessly.
+	 */
+	if (arm[0] >= 0) {
+		close(arm[0]);
+		arm[0] = -1;
+		arm_r = ward__guard_arm(priv->guard, err);
+		if (arm_r >= 0)
+			(void)ward__write_nosigpipe(arm[1], "", 1);
+		close(arm[1]);
+		arm[1] = -1;
 	}
 
 	close(report[1]);
@@ -251,6 +282,11 @@ static int spawn_attempt(const struct ward__spawn_opts *o, struct ward__sandbox 
 		sb->pty_master = r >= 0 ? r : -1;
 		close(ptys[0]);
 	}
+	/* Unarmed, init exits without the command: nothing ran, the error is ward's. */
+	if (arm_r < 0) {
+		ward__sandbox_release(sb);
+		return arm_r;
+	}
 
 	if (isolated) {
 		/*
@@ -283,6 +319,8 @@ fail:
 			close(ptys[i]);
 		if (net[i] >= 0)
 			close(net[i]);
+		if (arm[i] >= 0)
+			close(arm[i]);
 	}
 	if (priv) {
 		ward__guard_free(priv->guard);

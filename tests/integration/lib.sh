@@ -117,9 +117,9 @@ cleanup_base() {
 trap cleanup_base EXIT
 
 # A predictable environment for the commands: no $TMPDIR root unless a case
-# sets one, a home directory that is not a writable root, and git that needs no
-# configuration.
-unset TMPDIR
+# sets one, a home directory that is not a writable root (ward's scan cache
+# goes to its .cache), and git that needs no configuration.
+unset TMPDIR XDG_RUNTIME_DIR XDG_CACHE_HOME
 export HOME=$BASE/home
 mkdir -p "$HOME"
 # ward's journal of changes (ward mcp and ward serve record by default) stays out of

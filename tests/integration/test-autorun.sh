@@ -10,8 +10,10 @@
 # missing one that appears stops the run and is removed) and reported with
 # its reason, while ordinary work goes on: editing sources, builds, git,
 # npm install. --unprotect lifts one; policy show lists them; an approval
-# question offers the path. Also on the simulated hardened hosts
-# (WARD_TEST_HOST), where the guard kills the sandbox and puts back.
+# question offers the path. The scan cache changes none of it: a name
+# planted after a cached run, a forged cache file, ward's own directory in a
+# root. Also on the simulated hardened hosts (WARD_TEST_HOST), where the
+# guard kills the sandbox and puts back.
 . "$(dirname "$0")/lib.sh"
 
 ASK=$WARD_SRC/tests/helpers/pty-ask.py
@@ -339,6 +341,116 @@ t_bounds_fail_closed() {
 	assert_absent "$WS/.mcp.json"
 }
 
+# ------------------------------------------------------------------ the scan cache
+
+cache_dir() { echo "${XDG_CACHE_HOME:-$HOME/.cache}/ward"; }
+
+# Nine directories within two levels (a cache file of their own), settled (a
+# directory changed within the last second is not trusted), and cached by a
+# first launch: the second is answered by the file for N of them (9).
+cached_tree() {
+	local d n=${1:-9}
+	for d in a b c d; do
+		mkdir -p "$WS/$d/x"
+		: >"$WS/$d/f"
+	done
+	sleep 1.1
+	"$WARD" policy show >/dev/null || fail "policy show failed"
+	"$WARD" policy show >"$T/show" || fail "policy show failed"
+	grep -q "\"cached\": $n," "$T/show" ||
+		fail "the second launch was not answered by the cache: $(grep '"cached"' "$T/show")"
+}
+
+t_cache_a_name_planted_after_a_cached_run() {
+	cached_tree
+	mkdir -p "$WS/a/x/.vscode"
+	printf 'orig\n' >"$WS/a/x/.vscode/tasks.json"
+	printf 'orig\n' >"$WS/b/.mcp.json"
+	refused "$WS/a/x/.vscode/tasks.json" append evil
+	assert_content "$WS/a/x/.vscode/tasks.json" orig
+	refused "$WS/b/.mcp.json" append evil
+	assert_content "$WS/b/.mcp.json" orig
+	# Where the cache answered, missing names are watched as ever.
+	stopped "$WS/c/x/.claude" sh -c "mkdir '$WS/c/x/.claude' && echo evil >'$WS/c/x/.claude/s'"
+	# A directory made on the host since the cached run is read and watched.
+	mkdir -p "$WS/e/y"
+	stopped "$WS/e/y/.idea" sh -c "mkdir '$WS/e/y/.idea'; sleep 1"
+}
+
+t_cache_a_forged_or_damaged_file_changes_nothing() {
+	local f
+	need_cmd python3
+	cached_tree
+	mkdir -p "$WS/a/x/.vscode"
+	printf 'orig\n' >"$WS/a/x/.vscode/tasks.json"
+	# What a command able to write the file would do (in the fallback nothing in a
+	# writable root is read-only): a/x's record given a/x's ctime of now and its
+	# listing of before, under a code made without ward's key.
+	python3 - "$(cache_dir)" "$WS/a/x" <<'EOF' || fail "cannot forge the cache file"
+import glob, os, struct, sys
+st = os.stat(sys.argv[2])
+found = False
+for f in glob.glob(sys.argv[1] + "/scan-*"):
+    b = bytearray(open(f, "rb").read())
+    off = 40
+    while off + 40 <= len(b):
+        ino, = struct.unpack_from("=Q", b, off + 8)
+        rlen, = struct.unpack_from("=I", b, off + 36)
+        if ino == st.st_ino:
+            struct.pack_into("=qI", b, off + 16, st.st_ctime_ns // 10**9, st.st_ctime_ns % 10**9)
+            found = True
+        off += 40 + ((rlen + 7) & ~7)
+    open(f, "wb").write(b)
+sys.exit(0 if found else 1)
+EOF
+	refused "$WS/a/x/.vscode/tasks.json" append evil
+	assert_content "$WS/a/x/.vscode/tasks.json" orig
+	# Garbage, and nothing.
+	for f in "$(cache_dir)"/scan-*; do
+		[ -f "$f" ] && head -c 4096 /dev/urandom >"$f"
+	done
+	refused "$WS/a/x/.vscode/tasks.json" append evil
+	assert_content "$WS/a/x/.vscode/tasks.json" orig
+	for f in "$(cache_dir)"/scan-*; do
+		[ -f "$f" ] && : >"$f"
+	done
+	refused "$WS/a/x/.vscode/tasks.json" append evil
+	assert_content "$WS/a/x/.vscode/tasks.json" orig
+}
+
+t_cache_directory_in_a_root_is_read_only() {
+	local l
+	export XDG_CACHE_HOME=$WS/.cache
+	# Its directory is in the tree, and written by the first launch.
+	mkdir -p "$WS/.cache/ward"
+	cached_tree 10
+	ls "$WS/.cache/ward/"scan-* >/dev/null 2>&1 || fail "no cache file in $WS/.cache/ward"
+	wp -- write "$WS/.cache/ward/planted" x
+	l=$(probe_line write) || fail "the probe did not run"
+	if [[ $l == "write: ok"* ]]; then
+		# Only without namespaces, where nothing in a root can be read-only: the
+		# files are believed for their code, not their place (the case above).
+		grep -q "user namespaces are unavailable" "$T/.run/stderr" ||
+			fail "ward's own directory was writable in the sandbox"
+	else
+		expect_denied write EROFS
+		assert_absent "$WS/.cache/ward/planted"
+	fi
+	"$WARD" policy show >"$T/show" || fail "policy show failed"
+	grep -q "\"reason\": \"ward's own\"" "$T/show" || fail "policy show lacks ward's own directory"
+}
+
+t_watches_added_while_the_sandbox_is_built() {
+	local i
+	# Forty directories and more: their watches are added after the clone, and
+	# the command starts only once they are all there.
+	for i in $(seq 1 40); do
+		mkdir -p "$WS/d$i/e"
+	done
+	stopped "$WS/d37/e/.vscode" sh -c 'mkdir d37/e/.vscode && echo evil >d37/e/.vscode/tasks.json'
+	stopped "$WS/d2/.mcp.json" sh -c 'echo evil >d2/.mcp.json'
+}
+
 tcase "existing autorun names of every class, at the root and two levels down, are read-only" \
 	t_existing_classes_at_the_root_and_two_levels_down
 tcase "missing autorun names of every class, at the root and two levels down, stop the run" \
@@ -360,4 +472,11 @@ tcase "a hard link made to a protected file does not stay it" t_a_hard_link_does
 tcase "names a command chose are escaped in messages and policy show" t_hostile_names_are_shown_escaped
 tcase "an approval lifts what it shows, never where a link leads" t_approval_lifts_only_what_it_shows
 tcase "past the guard's and the scan's bounds: stopped, or said" t_bounds_fail_closed
+tcase "a name planted after a run the scan cache answered is protected" \
+	t_cache_a_name_planted_after_a_cached_run
+tcase "a forged or damaged scan cache file changes nothing" \
+	t_cache_a_forged_or_damaged_file_changes_nothing
+tcase "the scan cache's directory in a root is read-only" t_cache_directory_in_a_root_is_read_only
+tcase "many watches, added while the sandbox is built, are there before the command" \
+	t_watches_added_while_the_sandbox_is_built
 finish

@@ -3,20 +3,27 @@
  * Autorun names (src/policy/autorun.c and their resolution): what is
  * protected at a writable root and two levels beneath it, what is not looked
  * into, a home directory's places, the directories of PATH, --unprotect, the
- * scan's caps, and the matcher the guard uses for what a command creates.
- * Works as root and unprivileged: every tree is made under a fresh directory
- * in /var/tmp that main() removes.
+ * scan's caps, the matcher the guard uses for what a command creates, and
+ * the scan cache (a changed directory is read again; a forged or damaged
+ * file changes nothing; its directory is kept read-only in a root). Works
+ * as root and unprivileged: every tree is made under a fresh directory in
+ * /var/tmp that main() removes.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <linux/keyctl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
+#include "basic/siphash.h"
 #include "basic/util.h"
 #include "policy/policy.h"
+#include "policy/scan-cache.h"
 #include "tap.h"
 
 static char base[] = "/var/tmp/ward-autorun-XXXXXX";
@@ -642,6 +649,241 @@ TEST(show_lists_reasons_what_runs_them_and_the_scan)
 	ASSERT_CONTAINS(json, "\"watched\": [");
 	ASSERT_CONTAINS(json, "\"unprotected\": []");
 	free(json);
+	ward_policy_free(p);
+}
+
+/* ------------------------------------------------------------------ the scan cache */
+
+TEST(siphash_gives_the_reference_values)
+{
+	uint8_t key[16], msg[15];
+
+	for (unsigned i = 0; i < 16; i++)
+		key[i] = (uint8_t)i;
+	for (unsigned i = 0; i < 15; i++)
+		msg[i] = (uint8_t)i;
+	/* The values of the algorithm's paper and reference implementation. */
+	ASSERT_EQ(ward__siphash24(key, msg, 0), UINT64_C(0x726fdb47dd0e0e31));
+	ASSERT_EQ(ward__siphash24(key, msg, 8), UINT64_C(0x93f5f5799a932462));
+	ASSERT_EQ(ward__siphash24(key, msg, 15), UINT64_C(0xa129ca6149be45e5));
+}
+
+/*
+ * A tree of nine directories within two levels (a file of its own in the
+ * cache), and the cache's directory beside the workspace. The cache trusts a
+ * directory only once its ctime is in the past (a whole second on a
+ * filesystem of whole seconds): wait that long.
+ */
+static void cache_tree(char *ws, size_t size, char *cache, size_t csize)
+{
+	struct stat st;
+
+	test_ws(ws, size);
+	snprintf(cache, csize, "%.*s/cache", (int)(strlen(ws) - 3), ws);
+	for (const char *d = "abcd"; *d; d++) {
+		char rel[8] = {*d, '/', 'x', '\0'};
+
+		mkdir_p(ws, rel);
+		touch(ws, (char[]){*d, '/', 'f', '\0'});
+	}
+	ASSERT_OK(ward__scan_cache_set_dir(cache));
+	ASSERT_OK(stat(ws, &st));
+	usleep(st.st_ctim.tv_nsec ? 50000 : 1100000);
+}
+
+static unsigned scan_cached(const char *ws)
+{
+	struct ward_policy *p = resolved(ws);
+	unsigned n = p->scan_cached;
+
+	ward_policy_free(p);
+	return n;
+}
+
+/* The cache's one file (a start of its own), whole. */
+static char *cache_file(const char *cache, size_t *ret_len)
+{
+	char path[PATH_MAX];
+	char *data = NULL;
+	DIR *d = opendir(cache);
+	struct dirent *de;
+
+	ASSERT_TRUE(d != NULL);
+	path[0] = '\0';
+	while ((de = readdir(d)))
+		if (strncmp(de->d_name, "scan-", 5) == 0) {
+			ASSERT_EQ(path[0], '\0');
+			snprintf(path, sizeof(path), "%s/%s", cache, de->d_name);
+		}
+	closedir(d);
+	ASSERT_TRUE(path[0] != '\0');
+	ASSERT_OK(ward__read_file(path, 1 << 20, &data, ret_len));
+	return data;
+}
+
+static void cache_file_write(const char *cache, const char *data, size_t len)
+{
+	char path[PATH_MAX];
+	DIR *d = opendir(cache);
+	struct dirent *de;
+	int fd;
+
+	ASSERT_TRUE(d != NULL);
+	while ((de = readdir(d)))
+		if (strncmp(de->d_name, "scan-", 5) == 0)
+			snprintf(path, sizeof(path), "%s/%s", cache, de->d_name);
+	closedir(d);
+	fd = open(path, O_WRONLY | O_TRUNC | O_CLOEXEC);
+	ASSERT_TRUE(fd >= 0);
+	ASSERT_OK(ward__write_all(fd, data, len));
+	close(fd);
+}
+
+/*
+ * What a command that can write the file would do (the Landlock fallback,
+ * where nothing inside a writable root is read-only): the record of the
+ * directory at rel made to carry its ctime of now, with the listing of
+ * before. With key, the file's code made right too (which only what can
+ * read ward's keyring can do).
+ */
+static void forge(const char *cache, const char *ws, const char *rel, const uint8_t *key)
+{
+	char path[PATH_MAX];
+	size_t len, off = 40;
+	char *data = cache_file(cache, &len);
+	struct stat st;
+	uint64_t mac = 0;
+	bool found = false;
+
+	snprintf(path, sizeof(path), "%s/%s", ws, rel);
+	ASSERT_OK(stat(path, &st));
+	while (off + 40 <= len) {
+		uint64_t ino;
+		int64_t sec = st.st_ctim.tv_sec;
+		uint32_t nsec = (uint32_t)st.st_ctim.tv_nsec, rlen;
+
+		memcpy(&ino, data + off + 8, 8);
+		memcpy(&rlen, data + off + 36, 4);
+		if (ino == st.st_ino) {
+			memcpy(data + off + 16, &sec, 8);
+			memcpy(data + off + 24, &nsec, 4);
+			found = true;
+		}
+		off += 40 + ((rlen + 7) & ~7u);
+	}
+	ASSERT_TRUE(found);
+	if (key) {
+		memcpy(data + 32, &mac, 8);
+		mac = ward__siphash24(key, data, len);
+		memcpy(data + 32, &mac, 8);
+	}
+	cache_file_write(cache, data, len);
+	free(data);
+}
+
+TEST(scan_cache_answers_for_unchanged_directories_and_reads_changed_ones)
+{
+	char ws[256], cache[256];
+	struct ward_policy *p;
+
+	cache_tree(ws, sizeof(ws), cache, sizeof(cache));
+	ASSERT_EQ(scan_cached(ws), 0);
+	/* In memory (a server), then from the file (the next ward run). */
+	ASSERT_EQ(scan_cached(ws), 9);
+	ward__scan_cache_clear();
+	ASSERT_EQ(scan_cached(ws), 9);
+	/* Planted two levels down after a cached run: that directory is read again. */
+	mkdir_p(ws, "a/x/.vscode");
+	touch(ws, "b/.mcp.json");
+	ward__scan_cache_clear();
+	p = resolved(ws);
+	ASSERT_ENTRY(p, ws, "a/x/.vscode", WARD_PROTECT_READONLY, "autorun: editor tasks");
+	ASSERT_ENTRY(p, ws, "b/.mcp.json", WARD_PROTECT_READONLY, "autorun: agent config");
+	ASSERT_EQ(p->scan_cached, 7);
+	ASSERT_TRUE(watched(p, ws, "c/x"));
+	ward_policy_free(p);
+	/* A directory made since is found, read and watched. */
+	mkdir_p(ws, "d/y/.idea");
+	ward__scan_cache_clear();
+	p = resolved(ws);
+	ASSERT_ENTRY(p, ws, "d/y/.idea", WARD_PROTECT_READONLY, "autorun: editor tasks");
+	ASSERT_TRUE(watched(p, ws, "d/y"));
+	ward_policy_free(p);
+}
+
+TEST(scan_cache_file_forged_or_damaged_changes_nothing)
+{
+	char ws[256], cache[256];
+	uint8_t key[WARD_SIPHASH_KEY_SIZE];
+	struct ward_policy *p;
+	size_t len;
+	char *good;
+	long id;
+
+	cache_tree(ws, sizeof(ws), cache, sizeof(cache));
+	ASSERT_EQ(scan_cached(ws), 0);
+	good = cache_file(cache, &len);
+	mkdir_p(ws, "a/x/.vscode");
+
+	/* The record of a/x claims its new ctime with its old listing: the code does not check out. */
+	forge(cache, ws, "a/x", NULL);
+	ward__scan_cache_clear();
+	p = resolved(ws);
+	ASSERT_ENTRY(p, ws, "a/x/.vscode", WARD_PROTECT_READONLY, "autorun: editor tasks");
+	ASSERT_EQ(p->scan_cached, 0);
+	ward_policy_free(p);
+
+	/* Damaged: cut short, bytes changed, garbage. Read again, nothing else. */
+	for (int i = 0; i < 3; i++) {
+		char *bad = malloc(len);
+
+		ASSERT_TRUE(bad != NULL);
+		memcpy(bad, good, len);
+		if (i == 1)
+			bad[len / 2] ^= 0x20;
+		if (i == 2)
+			memset(bad + 40, 0xff, len - 40);
+		cache_file_write(cache, bad, i == 0 ? len / 2 : len);
+		free(bad);
+		ward__scan_cache_clear();
+		p = resolved(ws);
+		ASSERT_ENTRY(p, ws, "a/x/.vscode", WARD_PROTECT_READONLY, "autorun: editor tasks");
+		ward_policy_free(p);
+	}
+
+	/*
+	 * The same forgery under the right key is believed: the key, which no
+	 * sandbox can read, is what stands between a writable file and a skipped
+	 * directory.
+	 */
+	id = syscall(SYS_keyctl, KEYCTL_SEARCH, KEY_SPEC_USER_KEYRING, "user", "ward:scan-cache",
+		     0);
+	if (id < 0)
+		SKIP("no key in the user keyring: %s", strerror(errno));
+	ASSERT_EQ(syscall(SYS_keyctl, KEYCTL_READ, id, key, sizeof(key)), (long)sizeof(key));
+	cache_file_write(cache, good, len);
+	forge(cache, ws, "a/x", key);
+	ward__scan_cache_clear();
+	p = resolved(ws);
+	ASSERT_NO_ENTRY(p, ws, "a/x/.vscode");
+	ward_policy_free(p);
+	free(good);
+}
+
+TEST(scan_cache_directory_is_read_only_inside_a_root)
+{
+	char ws[256], cache[300];
+	struct ward_policy *p;
+
+	test_ws(ws, sizeof(ws));
+	snprintf(cache, sizeof(cache), "%s/.cache/ward", ws);
+	mkdir_p(ws, ".cache/ward");
+	ASSERT_OK(ward__scan_cache_set_dir(cache));
+	p = unresolved(ws);
+	/* ward's own, like its rules: not lifted. */
+	ASSERT_OK(ward_policy_add_unprotect(p, cache));
+	resolve_or_fail(p);
+	ASSERT_ENTRY(p, ws, ".cache/ward", WARD_PROTECT_READONLY, "ward's own");
 	ward_policy_free(p);
 }
 
