@@ -42,6 +42,8 @@ struct cli_run_args {
 	const char *stdin_path; /* --stdin FILE */
 	bool help;
 	bool version;
+	/* --memory/--pids/--cpu none: no limit, not even a server's default. */
+	bool limit_none[3];
 	int keep_fds[64];
 	size_t n_keep_fds;
 	/* Approvals (approve.c): on with --ask-for-approval or any of its companions. */

@@ -780,6 +780,7 @@ static int build_result(struct run *run, const struct ward_policy *policy, int w
 	res->seccomp = sb->seccomp;
 	res->network = policy->network || policy->mode == WARD_MODE_DANGER_FULL_ACCESS;
 	res->network_by_domain = ward__policy_net_by_domain(policy);
+	res->limits = sb->limits;
 	memcpy(res->fallback_missing, sb->fallback_missing, sizeof(res->fallback_missing));
 	res->fallback_missing[sizeof(res->fallback_missing) - 1] = '\0';
 	res->json_base64 = run->o->json_base64;

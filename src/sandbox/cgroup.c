@@ -33,13 +33,17 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/sched.h>
 #include <sys/eventfd.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "basic/error.h"
 #include "basic/util.h"
 #include "sandbox/limits.h"
+
+static size_t n_graves;
 
 static void cgroup_reset(struct ward__cgroup *cg)
 {
@@ -252,6 +256,8 @@ int ward__cgroup_new(const struct ward__limits *l, struct ward__cgroup *cg, stru
 		mask |= 1u << WARD_CG_CPU;
 	if (!mask)
 		return 0;
+	if (n_graves > 0)
+		ward__cgroup_sweep();
 	b = ward__cg_base_get();
 	snprintf(cg->name, sizeof(cg->name), "ward-%d-%u", (int)getpid(), ++counter);
 	cg->memory_max = l->memory;
@@ -559,4 +565,123 @@ void ward__cgroup_release(struct ward__cgroup *cg)
 	if (cg->v1_oom_fd >= 0)
 		close(cg->v1_oom_fd);
 	cgroup_reset(cg);
+}
+
+/* ------------------------------------------------------------ the clone */
+
+#ifndef CLONE_INTO_CGROUP
+#define CLONE_INTO_CGROUP 0x200000000ULL
+#endif
+
+long ward__cgroup_clone(const struct ward__cgroup *cg, unsigned long flags, int *ret_pidfd)
+{
+	long pid;
+
+	if (cg && cg->v2_fd >= 0) {
+		/*
+		 * clone3 with a NULL stack is fork(): the child runs on a copy of
+		 * this stack. The exit signal is a field of its own here.
+		 */
+		struct clone_args args = {
+			.flags = (uint64_t)flags | CLONE_INTO_CGROUP,
+			.pidfd = (uint64_t)(uintptr_t)ret_pidfd,
+			.exit_signal = SIGCHLD,
+			.cgroup = (uint64_t)cg->v2_fd,
+		};
+
+		pid = syscall(SYS_clone3, &args, sizeof(args));
+	} else {
+		pid = syscall(SYS_clone, flags | SIGCHLD, NULL, ret_pidfd, NULL, 0);
+	}
+	return pid < 0 ? -errno : pid;
+}
+
+/* ------------------------------------------------------------ burial */
+
+/*
+ * Cgroups whose last processes were still exiting when their sandbox was
+ * let go: their directories, removed by a later sweep. Bounded: past it a
+ * burial waits for its own removal instead.
+ */
+#define GRAVES_MAX 1024
+
+struct grave {
+	int parent_fd[WARD_CG_N + 1]; /* not owned: the subtree's (v2 first, then v1) */
+	char name[64];
+};
+
+static struct grave *graves;
+static bool sweep_at_exit;
+
+static bool grave_remove(struct grave *g)
+{
+	bool gone = true;
+
+	for (int i = 0; i < WARD_CG_N + 1; i++) {
+		if (g->parent_fd[i] < 0)
+			continue;
+		if (unlinkat(g->parent_fd[i], g->name, AT_REMOVEDIR) == 0 || errno == ENOENT)
+			g->parent_fd[i] = -1;
+		else
+			gone = false;
+	}
+	return gone;
+}
+
+void ward__cgroup_sweep(void)
+{
+	size_t w = 0;
+
+	for (size_t i = 0; i < n_graves; i++)
+		if (!grave_remove(&graves[i]))
+			graves[w++] = graves[i];
+	n_graves = w;
+}
+
+static void sweep_exit(void)
+{
+	uint64_t deadline = ward__now_ms() + 1000;
+
+	ward__cgroup_sweep();
+	while (n_graves > 0 && ward__now_ms() < deadline) {
+		usleep(2000);
+		ward__cgroup_sweep();
+	}
+}
+
+void ward__cgroup_bury(struct ward__cgroup *cg)
+{
+	struct grave g = {0};
+	int n = 0;
+
+	if (!cg->active) {
+		ward__cgroup_release(cg);
+		return;
+	}
+	ward__cgroup_kill(cg);
+	if (ward__cgroup_remove(cg, 0) == 0) {
+		ward__cgroup_release(cg);
+		return;
+	}
+	if (!graves)
+		graves = calloc(GRAVES_MAX, sizeof(*graves));
+	if (!graves || n_graves >= GRAVES_MAX) {
+		ward__cgroup_release(cg); /* waits a little for its own removal */
+		return;
+	}
+	for (int i = 0; i < WARD_CG_N + 1; i++)
+		g.parent_fd[i] = -1;
+	if (cg->v2_fd >= 0)
+		g.parent_fd[n++] = cg->v2_parent_fd;
+	for (int c = 0; c < WARD_CG_N; c++)
+		if (cg->v1_fd[c] >= 0)
+			g.parent_fd[n++] = cg->v1_parent_fd[c];
+	snprintf(g.name, sizeof(g.name), "%s", cg->name);
+	graves[n_graves++] = g;
+	if (!sweep_at_exit) {
+		sweep_at_exit = true;
+		atexit(sweep_exit);
+	}
+	cg->active = false; /* the directories are the grave's now */
+	ward__cgroup_release(cg);
 }

@@ -82,8 +82,7 @@ int ward__sb_limits_setup(const struct ward__limits *l, bool userns, struct ward
 	if (r < 0)
 		goto fail;
 	if (l->require && ward__sb_limits_missing(sl, missing, sizeof(missing)) > 0) {
-		r = ward__error(err, -EPERM, "limits",
-				"%s cannot be enforced on this host and --require-limits was given",
+		r = ward__error(err, -EPERM, "limits", "%s, and --require-limits was given",
 				missing);
 		ward__error_hint(err, "run 'ward doctor' for how this host limits resources");
 		goto fail;
@@ -121,8 +120,66 @@ size_t ward__sb_limits_missing(const struct ward__sb_limits *sl, char *buf, size
 	if (len < size) {
 		const struct ward__cg_base *b = ward__cg_base_get();
 
-		len += (size_t)snprintf(buf + len, size - len, " limit%s (%s)", n > 1 ? "s" : "",
+		len += (size_t)snprintf(buf + len, size - len,
+					" limit%s %s not enforced on this host (%s)",
+					n > 1 ? "s" : "", n > 1 ? "are" : "is",
 					b->why[0] ? b->why : "no cgroup for this sandbox");
 	}
 	return len < size ? len : size - 1;
+}
+
+void ward__sb_limits_describe(const struct ward__sb_limits *sl, struct ward__limits_report *rep)
+{
+	*rep = (struct ward__limits_report){.any = sl->any, .asked = sl->asked};
+	memcpy(rep->how, sl->how, sizeof(rep->how));
+	if (sl->any)
+		ward__sb_limits_missing(sl, rep->missing, sizeof(rep->missing));
+}
+
+void ward__sb_limits_collect(struct ward__sb_limits *sl, const struct ward__init_usage *iu,
+			     struct ward__limits_report *rep)
+{
+	struct ward__cg_stats s;
+
+	if (sl->collected)
+		return;
+	sl->collected = true;
+	if (iu) {
+		rep->have_usage = true;
+		rep->cpu_user_us = iu->utime_us;
+		rep->cpu_system_us = iu->stime_us;
+		rep->max_rss = iu->maxrss_kb * 1024;
+	}
+	ward__cgroup_stats(&sl->cg, &s);
+	if (s.have_cpu) {
+		/* The cgroup's count has what init could not reap itself (a group kill). */
+		rep->have_usage = true;
+		rep->cpu_user_us = s.cpu_user_us;
+		rep->cpu_system_us = s.cpu_system_us;
+	}
+	rep->cpu_throttled_us = s.cpu_throttled_us;
+	if (s.have_memory) {
+		rep->have_memory_peak = true;
+		rep->memory_peak = s.memory_peak;
+	}
+	if (s.have_pids_peak) {
+		rep->have_pids_peak = true;
+		rep->pids_peak = s.pids_peak > 0 ? s.pids_peak - 1 : 0;
+	}
+	/* Read from the kernel's own counts, never guessed from an exit status. */
+	if (s.oom_kills > 0 && sl->how[WARD_RES_MEMORY] != WARD_ENFORCE_NONE) {
+		rep->hit = true;
+		rep->hit_resource = WARD_RES_MEMORY;
+		rep->hit_max = sl->asked.memory;
+		rep->hit_peak = s.memory_peak;
+		rep->hit_count = s.oom_kills;
+	} else if (s.pids_refused > 0 && sl->how[WARD_RES_PIDS] != WARD_ENFORCE_NONE) {
+		rep->hit = true;
+		rep->hit_resource = WARD_RES_PIDS;
+		rep->hit_max = sl->asked.pids;
+		rep->hit_peak = rep->have_pids_peak ? rep->pids_peak : sl->asked.pids;
+		rep->hit_count = s.pids_refused;
+	}
+	/* init left the cgroup before it reported: it is empty, unless init died inside. */
+	ward__cgroup_bury(&sl->cg);
 }

@@ -26,6 +26,7 @@
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
@@ -330,6 +331,25 @@ _noreturn_ static void command_exec(const struct ward__spawn_opts *o, int report
 	cmd_fail(report_fd, r == -ENOENT ? 127 : 126, &e);
 }
 
+/*
+ * The rlimits of the policy's limits, last before the exec (after the
+ * prepared path has received its descriptors: RLIMIT_NOFILE could refuse
+ * them).
+ */
+static void command_limit(const struct ward__spawn_opts *o, int report_fd)
+{
+	struct ward_error e = {0};
+	int resource = 0, r;
+
+	if (!o->sb_limits)
+		return;
+	r = ward__rlimits_apply(&o->sb_limits->rl, &resource);
+	if (r < 0) {
+		ward__error(&e, r, "limits", "cannot set rlimit %d of the command: %m", resource);
+		cmd_fail(report_fd, 125, &e);
+	}
+}
+
 _noreturn_ static void command_main(const struct ward__spawn_opts *o, int report_fd, int sock,
 				    int landlock_fd, const struct ward__seccomp_prog *prog)
 {
@@ -345,6 +365,7 @@ _noreturn_ static void command_main(const struct ward__spawn_opts *o, int report
 	    (o->policy->mode != WARD_MODE_DANGER_FULL_ACCESS && drop_capabilities(&e) < 0))
 		cmd_fail(report_fd, 125, &e);
 	command_confine(report_fd, sock, landlock_fd, prog);
+	command_limit(o, report_fd);
 	command_exec(o, report_fd);
 }
 
@@ -514,6 +535,7 @@ _noreturn_ static void init_run(const struct ward__spawn_opts *o, int report_fd,
 	bool have_sup = false, have_status = false, sup_done = false;
 	struct ward_error e = {0};
 	int sfd = c->sfd, status = 0, code;
+	int oom_fd = o->sb_limits ? ward__cgroup_oom_fd(&o->sb_limits->cg) : -1;
 
 	if (cmd < 0) {
 		struct cmd_args ca = {.o = o,
@@ -575,16 +597,28 @@ _noreturn_ static void init_run(const struct ward__spawn_opts *o, int report_fd,
 	}
 
 	for (;;) {
-		struct pollfd pfds[2] = {
+		struct pollfd pfds[3] = {
 			{.fd = sfd, .events = POLLIN},
 			{.fd = have_sup && !sup_done ? sup.listener_fd : -1, .events = POLLIN},
+			{.fd = oom_fd, .events = POLLIN},
 		};
 		struct signalfd_siginfo si;
 
-		if (poll(pfds, 2, -1) < 0) {
+		if (poll(pfds, 3, -1) < 0) {
 			if (errno == EINTR)
 				continue;
 			break;
+		}
+		if (pfds[2].revents & POLLIN) {
+			/*
+			 * cgroup v1 killed one process at the memory limit: the rest of
+			 * the sandbox goes too, as memory.oom.group does on v2.
+			 */
+			uint64_t n;
+
+			(void)!read(oom_fd, &n, sizeof(n));
+			kill_everything(isolated);
+			oom_fd = -1;
 		}
 		if (pfds[1].revents & POLLIN) {
 			if (ward__supervisor_handle(&sup) < 0) {
@@ -666,7 +700,22 @@ _noreturn_ static void init_run(const struct ward__spawn_opts *o, int report_fd,
 			close(c->lease_fds[i]);
 	{
 		struct ward__msg_status m = {.wait_status = status};
+		struct rusage ru;
 
+		/* Every process of the sandbox was init's to reap, directly or as an orphan. */
+		if (getrusage(RUSAGE_CHILDREN, &ru) == 0) {
+			m.usage.utime_us = (uint64_t)ru.ru_utime.tv_sec * 1000000 +
+				(uint64_t)ru.ru_utime.tv_usec;
+			m.usage.stime_us = (uint64_t)ru.ru_stime.tv_sec * 1000000 +
+				(uint64_t)ru.ru_stime.tv_usec;
+			m.usage.maxrss_kb = (uint64_t)ru.ru_maxrss;
+		}
+		/*
+		 * Out of the sandbox's cgroup before the last word: once ward reads
+		 * it, the cgroup is empty and goes at once.
+		 */
+		if (o->sb_limits)
+			ward__cgroup_leave(&o->sb_limits->cg);
 		ward__report(report_fd, WARD_MSG_STATUS, &m, sizeof(m));
 	}
 	if (have_sup)
@@ -883,6 +932,7 @@ static int prepared_command_entry(void *arg)
 		cmd_fail(report_fd, 125, &e);
 	if (close_other_fds(o, &e) < 0)
 		cmd_fail(report_fd, 125, &e);
+	command_limit(o, report_fd);
 	command_exec(o, report_fd);
 }
 

@@ -238,6 +238,24 @@ WARD_INTERNAL bool ward__cgroup_populated(const struct ward__cgroup *cg);
 WARD_INTERNAL int ward__cgroup_remove(struct ward__cgroup *cg, int timeout_ms);
 /* Kills what is left, removes the directories (briefly waiting) and closes everything. */
 WARD_INTERNAL void ward__cgroup_release(struct ward__cgroup *cg);
+/*
+ * For a sandbox whose last processes may still be exiting (a server must
+ * not wait for them): kills what is left, closes the descriptors and keeps
+ * the directories' names to be removed by a later ward__cgroup_sweep() (each
+ * new cgroup sweeps; so does this process's exit, briefly waiting). cg is
+ * reset.
+ */
+WARD_INTERNAL void ward__cgroup_bury(struct ward__cgroup *cg);
+WARD_INTERNAL void ward__cgroup_sweep(void);
+/*
+ * clone() with fork semantics (a NULL stack) and a pidfd: with a v2 cgroup
+ * through clone3(CLONE_INTO_CGROUP), so that the child is in its cgroup
+ * from its first instruction (Linux 5.7); else the plain clone(). flags are
+ * clone flags without the exit signal (SIGCHLD is used). Returns the pid
+ * (0 in the child) or -errno.
+ */
+WARD_INTERNAL long ward__cgroup_clone(const struct ward__cgroup *cg, unsigned long flags,
+				      int *ret_pidfd);
 
 /* ------------------------------------------------------------ rlimits (rlimit.c) */
 
@@ -271,6 +289,12 @@ WARD_INTERNAL bool ward__rlimits_nproc_per_userns(void);
 
 /* ------------------------------------------------------------ per resource (enforce.c) */
 
+/* What the sandbox's init measured of the processes it reaped (getrusage RUSAGE_CHILDREN). */
+struct ward__init_usage {
+	uint64_t utime_us, stime_us;
+	uint64_t maxrss_kb; /* the largest single process */
+};
+
 /* The resources a sandbox reports on: the cgroup ones, then the rlimits. */
 enum ward__resource {
 	WARD_RES_MEMORY = 0,
@@ -282,6 +306,30 @@ enum ward__resource {
 /* "memory", "pids", "cpu", "rlimit-as", ... */
 WARD_INTERNAL const char *ward__resource_name(enum ward__resource r);
 
+/*
+ * What a finished sandbox tells about its limits and its use of resources;
+ * kept in the sandbox handle after its kernel resources are gone.
+ */
+struct ward__limits_report {
+	bool any; /* limits were asked for */
+	struct ward__limits asked;
+	enum ward__enforce how[WARD_RES_N];
+	char missing[320]; /* the limits not enforced, and why ("" when all are) */
+	/* Usage: always with init's measure, finer with a cgroup. */
+	bool have_usage;
+	uint64_t cpu_user_us, cpu_system_us;
+	uint64_t max_rss; /* bytes, the largest single process (rusage) */
+	bool have_memory_peak;
+	uint64_t memory_peak; /* bytes, all processes at once (cgroup) */
+	bool have_pids_peak;
+	uint64_t pids_peak; /* the command's processes and threads at once, init not counted */
+	uint64_t cpu_throttled_us;
+	/* The limit the run hit, if one: memory (processes killed) or pids (forks refused). */
+	bool hit;
+	enum ward__resource hit_resource;
+	uint64_t hit_max, hit_peak, hit_count;
+};
+
 /* A sandbox's limits as enforced: what was asked, how each is, the cgroup and the rlimits. */
 struct ward__sb_limits {
 	struct ward__limits asked;
@@ -289,6 +337,7 @@ struct ward__sb_limits {
 	enum ward__enforce how[WARD_RES_N]; /* for each asked: how; NONE also for not asked */
 	struct ward__cgroup cg;
 	struct ward__rlimits rl;
+	bool collected;
 };
 
 /*
@@ -302,8 +351,22 @@ WARD_INTERNAL int ward__sb_limits_setup(const struct ward__limits *l, bool usern
 					struct ward__sb_limits *ret, struct ward_error *err);
 WARD_INTERNAL void ward__sb_limits_release(struct ward__sb_limits *sl);
 /*
- * Writes into buf the asked limits that are not enforced, as one phrase
- * ("the memory and cpu limits (no writable cgroup: ...)"), "" when all are.
+ * Writes into buf the asked limits that are not enforced, as one sentence
+ * ("the memory and cpu limits are not enforced on this host (why)"), ""
+ * when all are.
  */
 WARD_INTERNAL size_t ward__sb_limits_missing(const struct ward__sb_limits *sl, char *buf,
 					     size_t size);
+/* Fills rep with what was asked and how each is enforced (at the sandbox's start). */
+WARD_INTERNAL void ward__sb_limits_describe(const struct ward__sb_limits *sl,
+					    struct ward__limits_report *rep);
+/*
+ * Once the command is over (init reported, or died): the cgroup's events and
+ * usage and init's measure (iu, NULL when init did not report) into rep,
+ * and which limit was hit. Then the cgroup is removed when it is empty
+ * (init left it before reporting), else buried (ward__cgroup_bury).
+ * Idempotent.
+ */
+WARD_INTERNAL void ward__sb_limits_collect(struct ward__sb_limits *sl,
+					   const struct ward__init_usage *iu,
+					   struct ward__limits_report *rep);

@@ -7,7 +7,9 @@
  * filter and its supervisor (seccomp*.c, supervise*.c), the guard of
  * protected paths no mount protects (guard*.c), the sandbox's init (init.c)
  * and ward's handle on a started sandbox: reports, kill, wait, release
- * (handle.c, kill-tree.c, fdpass.c).
+ * (handle.c, kill-tree.c, fdpass.c), and beside the namespaces the limits:
+ * cgroups and rlimits (limits.h: cgroup-host.c, cgroup-base.c, cgroup.c,
+ * rlimit.c, enforce.c).
  *
  * It may call src/policy and src/basic only (and use the types of
  * include/ward/ward.h). src/exec and everything above call it; it calls none
@@ -25,6 +27,7 @@
 
 #include "basic/macro.h"
 #include "policy/policy.h"
+#include "sandbox/limits.h"
 #include "ward/ward.h"
 
 /* ------------------------------------------------------------ host features (features.c) */
@@ -195,6 +198,8 @@ struct ward__msg_error {
 
 struct ward__msg_status {
 	int32_t wait_status; /* as from waitpid() */
+	uint32_t pad;
+	struct ward__init_usage usage; /* of every process init reaped */
 };
 
 struct ward__msg_ready {
@@ -426,6 +431,12 @@ struct ward__spawn_opts {
 	 * sets it.
 	 */
 	int net_fd;
+	/*
+	 * Set by spawn.c and prepare.c for the clone's child, never by callers
+	 * (the limits come from the policy): the cgroup to enter and leave, the
+	 * rlimits of the command.
+	 */
+	const struct ward__sb_limits *sb_limits;
 };
 
 struct ward__denial {
@@ -477,6 +488,8 @@ struct ward__sandbox {
 	bool guard_tripped; /* a protected path was changed (and restored) */
 	char guard_left[PATH_MAX + 64]; /* "path: reason" when a change could not be undone */
 	char fallback_missing[512]; /* in fallback mode: the guarantees not given */
+	/* The policy's limits: how each is enforced, what the run used and hit (once over). */
+	struct ward__limits_report limits;
 	void *priv;
 };
 

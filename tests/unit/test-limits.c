@@ -417,17 +417,27 @@ static const struct ward__cg_base *need_cgroups(void)
 	return b;
 }
 
-/* Forks a child that enters cg and runs fn; returns its wait status. */
+/*
+ * A child made as a sandbox's first process is: cloned into the v2 cgroup,
+ * entering the v1 ones itself.
+ */
+static pid_t fork_into(struct ward__cgroup *cg)
+{
+	long pid = ward__cgroup_clone(cg, 0, NULL);
+
+	if (pid == 0 && ward__cgroup_enter(cg) < 0)
+		_exit(100);
+	return (pid_t)pid;
+}
+
+/* Forks a child into cg that runs fn; returns its wait status. */
 static int run_in(struct ward__cgroup *cg, int (*fn)(void))
 {
-	pid_t pid = fork();
+	pid_t pid = fork_into(cg);
 	int st = 0;
 
-	if (pid == 0) {
-		if (ward__cgroup_enter(cg) < 0)
-			_exit(100);
+	if (pid == 0)
 		_exit(fn());
-	}
 	if (pid < 0)
 		return -1;
 	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
@@ -540,10 +550,15 @@ TEST_TIMEOUT(cgroup_pids_refused, 60)
 
 static int sleeper_tree(void)
 {
-	/* A process that leaves a daemon behind (double fork), then waits. */
+	/*
+	 * A process that leaves a daemon behind (double fork), then waits; each
+	 * ends by itself after a while should the test fail before the kill.
+	 */
+	alarm(60);
 	if (fork() == 0) {
 		setsid();
 		if (fork() == 0) {
+			alarm(60);
 			for (;;)
 				pause();
 		}
@@ -563,13 +578,10 @@ TEST_TIMEOUT(cgroup_kill_takes_daemons, 60)
 
 	need_cgroups();
 	ASSERT_OK(ward__cgroup_new(&l, &cg, NULL));
-	pid = fork();
+	pid = fork_into(&cg);
 	ASSERT_GE(pid, 0);
-	if (pid == 0) {
-		if (ward__cgroup_enter(&cg) < 0)
-			_exit(100);
+	if (pid == 0)
 		sleeper_tree();
-	}
 	/* Wait until the daemon exists (3 processes), bounded. */
 	for (int i = 0; i < 200; i++) {
 		struct ward__cg_stats s;
