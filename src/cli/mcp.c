@@ -14,6 +14,7 @@
 #include "basic/util.h"
 #include "cli/cli.h"
 #include "mcp/mcp.h"
+#include "sandbox/limits.h"
 #include "session/session.h"
 
 static const char mcp_help[] =
@@ -86,6 +87,8 @@ enum {
 	OPT_NO_LOGIN,
 	OPT_LOGIN_SNAPSHOT,
 	OPT_AUDIT_LOG,
+	OPT_TOTAL_MEMORY,
+	OPT_TOTAL_PIDS,
 };
 
 static const struct option mcp_options[] = {
@@ -94,6 +97,8 @@ static const struct option mcp_options[] = {
 	{"no-login", no_argument, NULL, OPT_NO_LOGIN},
 	{"login-snapshot", required_argument, NULL, OPT_LOGIN_SNAPSHOT},
 	{"audit-log", required_argument, NULL, OPT_AUDIT_LOG},
+	{"total-memory", required_argument, NULL, OPT_TOTAL_MEMORY},
+	{"total-pids", required_argument, NULL, OPT_TOTAL_PIDS},
 	{0},
 };
 
@@ -103,6 +108,7 @@ struct mcp_args {
 	int login;
 	bool no_login_snapshot;
 	const char *audit_log;
+	struct cli_budget total;
 };
 
 static int handle_option(int c, const char *arg, void *userdata)
@@ -140,6 +146,10 @@ static int handle_option(int c, const char *arg, void *userdata)
 	case OPT_AUDIT_LOG:
 		m->audit_log = arg;
 		return cli_audit_log_option("mcp", arg);
+	case OPT_TOTAL_MEMORY:
+		return cli_budget_option(&m->total, "mcp", "--total-memory", arg);
+	case OPT_TOTAL_PIDS:
+		return cli_budget_option(&m->total, "mcp", "--total-pids", arg);
 	default:
 		return -1;
 	}
@@ -152,6 +162,7 @@ int cli_mcp(int argc, char **argv)
 	struct ward_approver *ap = NULL;
 	struct cli_run_args a;
 	struct ward__mcp_config cfg = {0};
+	struct ward__cgroup group;
 	struct ward_error err = {0};
 	_cleanup_free_ char *audit_path = NULL, *audit_dir = NULL;
 	int r;
@@ -196,6 +207,14 @@ int cli_mcp(int argc, char **argv)
 			return WARD_EXIT_FAILURE;
 		}
 	}
+	/* Every command limited by default, all of them within the server's total (server-limits.c). */
+	cli_server_limit_defaults(&a);
+	cli_budget_defaults(&m.total, false);
+	if (cli_server_limits_start(&a, "mcp", &m.total, &group) < 0) {
+		ward_approver_free(ap);
+		cli_run_args_release(&a);
+		return WARD_EXIT_FAILURE;
+	}
 	/* A client that goes away must not kill ward before it has killed every session. */
 	signal(SIGPIPE, SIG_IGN);
 	ward__sigpipe_ignored();
@@ -209,7 +228,9 @@ int cli_mcp(int argc, char **argv)
 	cfg.no_login_snapshot = m.no_login_snapshot;
 	cfg.approver = ap;
 	cfg.audit_path = audit_path;
+	cfg.cg_parent = &group;
 	r = ward__mcp_serve(&cfg, STDIN_FILENO, STDOUT_FILENO, &err);
+	ward__cgroup_bury(&group);
 	ward_approver_free(ap);
 	cli_run_args_release(&a);
 	if (r < 0) {

@@ -21,6 +21,7 @@
 #include "basic/util.h"
 #include "cli/cli.h"
 #include "execserver/execserver.h"
+#include "sandbox/limits.h"
 #include "transport/transport.h"
 
 static const char serve_help[] =
@@ -87,6 +88,10 @@ enum {
 	OPT_SESSION_TTL,
 	OPT_EXITED_TTL,
 	OPT_AUDIT_LOG,
+	OPT_TOTAL_MEMORY,
+	OPT_TOTAL_PIDS,
+	OPT_CONNECTION_MEMORY,
+	OPT_CONNECTION_PIDS,
 };
 
 static const struct option serve_options[] = {
@@ -103,6 +108,10 @@ static const struct option serve_options[] = {
 	{"session-ttl", required_argument, NULL, OPT_SESSION_TTL},
 	{"exited-ttl", required_argument, NULL, OPT_EXITED_TTL},
 	{"audit-log", required_argument, NULL, OPT_AUDIT_LOG},
+	{"total-memory", required_argument, NULL, OPT_TOTAL_MEMORY},
+	{"total-pids", required_argument, NULL, OPT_TOTAL_PIDS},
+	{"connection-memory", required_argument, NULL, OPT_CONNECTION_MEMORY},
+	{"connection-pids", required_argument, NULL, OPT_CONNECTION_PIDS},
 	{0},
 };
 
@@ -118,6 +127,7 @@ struct serve_args {
 	uint64_t max_connections, max_processes, max_message, retain_output, retain_total;
 	uint64_t session_ttl_ms, exited_ttl_ms;
 	const char *audit_log; /* NULL: the default; "none": no log */
+	struct cli_budget total, connection;
 };
 
 static int number(const char *opt, const char *arg, uint64_t lo, uint64_t hi, bool size,
@@ -174,6 +184,14 @@ static int handle_option(int c, const char *arg, void *userdata)
 	case OPT_AUDIT_LOG:
 		a->audit_log = arg;
 		return cli_audit_log_option("serve", arg);
+	case OPT_TOTAL_MEMORY:
+		return cli_budget_option(&a->total, "serve", "--total-memory", arg);
+	case OPT_TOTAL_PIDS:
+		return cli_budget_option(&a->total, "serve", "--total-pids", arg);
+	case OPT_CONNECTION_MEMORY:
+		return cli_budget_option(&a->connection, "serve", "--connection-memory", arg);
+	case OPT_CONNECTION_PIDS:
+		return cli_budget_option(&a->connection, "serve", "--connection-pids", arg);
 	case OPT_SESSION_TTL:
 	case OPT_EXITED_TTL: {
 		uint64_t ms;
@@ -330,7 +348,8 @@ int cli_serve(int argc, char **argv)
 	struct ward_error err = {0};
 	_cleanup_free_ char *token = NULL, *token_path = NULL, *audit_path = NULL,
 			    *audit_dir = NULL;
-	bool need_token = false, has_stdio = false, remote = false;
+	bool need_token = false, has_stdio = false, remote = false, have_total = false;
+	struct ward__cgroup total;
 	int r, code = WARD_EXIT_FAILURE;
 
 	if (cli_parse_server_args(argc, argv, "serve", &extra, &a) < 0)
@@ -389,6 +408,13 @@ int cli_serve(int argc, char **argv)
 		cli_report_error(&err);
 		goto out;
 	}
+	/* Every process limited by default, within its connection's total and the server's. */
+	cli_server_limit_defaults(&a);
+	cli_budget_defaults(&s.total, false);
+	cli_budget_defaults(&s.connection, true);
+	if (cli_server_limits_start(&a, "serve", &s.total, &total) < 0)
+		goto out;
+	have_total = true;
 	signal(SIGPIPE, SIG_IGN);
 	ward__sigpipe_ignored();
 	/* Thousands of processes, each a few descriptors: the hard limit, not 1024. */
@@ -419,6 +445,9 @@ int cli_serve(int argc, char **argv)
 	lim.max_message = s.max_message ? (size_t)s.max_message : (size_t)16 << 20;
 	/* The JSON reader takes what the transports take: one limit, not two. */
 	xc.max_message = lim.max_message;
+	xc.cg_total = &total;
+	xc.connection_memory = s.connection.memory;
+	xc.connection_pids = s.connection.pids;
 	if (ward__xserver_new(loop, &xc, &srv, &err) < 0) {
 		cli_report_error(&err);
 		goto out;
@@ -484,6 +513,8 @@ out:
 			ward__loop_iterate(loop, 25);
 		ward__loop_free(loop);
 	}
+	if (have_total)
+		ward__cgroup_bury(&total);
 	cli_run_args_release(&a);
 	return code;
 }

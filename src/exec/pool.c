@@ -89,6 +89,7 @@ struct ward__proc_pool {
 	struct mount_table *mounts;
 	unsigned failures;
 	bool disabled;
+	const struct ward__cgroup *cg_parent; /* the budget group its sandboxes are made in */
 };
 
 /*
@@ -369,6 +370,7 @@ static void on_prepare(struct ward__loop *l, void *userdata)
 	so.policy = p;
 	so.observe_fs = s->observe_fs;
 	so.quiet_fallback = true;
+	so.cg_parent = pool->cg_parent;
 	so.default_signals = true; /* as proc.c's cold start */
 	for (int i = 0; i < 3; i++)
 		so.stdio[i] = -1;
@@ -474,7 +476,8 @@ void ward__proc_pool_flush(struct ward__proc_pool *pool)
 }
 
 int ward__proc_pool_take(struct ward__proc_pool *pool, const struct ward_policy *p, bool tty,
-			 bool observe_fs, struct ward__sandbox *ret)
+			 bool observe_fs, const struct ward__cgroup *cg_parent,
+			 struct ward__sandbox *ret)
 {
 	uint8_t *key = NULL;
 	size_t len = 0;
@@ -483,6 +486,11 @@ int ward__proc_pool_take(struct ward__proc_pool *pool, const struct ward_policy 
 
 	if (pool->disabled || p->mode == WARD_MODE_DANGER_FULL_ACCESS)
 		return 0;
+	/* Sandboxes built in another budget's cgroup are of no use to this one. */
+	if (cg_parent != pool->cg_parent) {
+		ward__proc_pool_flush(pool);
+		pool->cg_parent = cg_parent;
+	}
 	r = make_key(p, tty, observe_fs, &key, &len);
 	if (r < 0)
 		return 0;

@@ -40,13 +40,17 @@ WARD_INTERNAL void ward__proc_pool_kick(struct ward__proc_pool *pool);
 WARD_INTERNAL void ward__proc_pool_flush(struct ward__proc_pool *pool);
 /*
  * For ward__proc_start(): 1 and the sandbox in *ret when one prepared for p
- * (resolved), tty and observe_fs is ready; 0 otherwise. Either way the pool
+ * (resolved), tty and observe_fs is ready; 0 otherwise. The pool's
+ * sandboxes are made beneath cg_parent (a budget group, or NULL); another
+ * one than before throws the prepared ones away. Either way the pool
  * prepares the next one for them, from the loop: at once after a cold
  * start, after a taken sandbox's process exited (ward__proc_pool_kick) or
  * a little while, whichever comes first.
  */
 WARD_INTERNAL int ward__proc_pool_take(struct ward__proc_pool *pool, const struct ward_policy *p,
-				       bool tty, bool observe_fs, struct ward__sandbox *ret);
+				       bool tty, bool observe_fs,
+				       const struct ward__cgroup *cg_parent,
+				       struct ward__sandbox *ret);
 /* How many prepared sandboxes are ready (for tests and logs). */
 WARD_INTERNAL size_t ward__proc_pool_ready(const struct ward__proc_pool *pool);
 /*

@@ -585,6 +585,7 @@ int ward__proc_start(struct ward__loop *l, const struct ward__proc_spec *spec,
 	so.quiet_fallback = true;
 	/* A session's or a server's command: not a child of the person's shell (sandbox.h). */
 	so.default_signals = true;
+	so.cg_parent = spec->cg_parent;
 	for (size_t i = 0; i < spec->n_keep_fds; i++)
 		so.keep_fds[i] = spec->keep_fds[i];
 	so.n_keep_fds = spec->n_keep_fds;
@@ -631,7 +632,8 @@ int ward__proc_start(struct ward__loop *l, const struct ward__proc_spec *spec,
 	r = -EAGAIN;
 	/* A sandbox whose network is by domain is built at its start: its listeners are its own. */
 	if (spec->pool && spec->n_keep_fds == 0 && !ward__policy_net_by_domain(spec->policy) &&
-	    ward__proc_pool_take(spec->pool, spec->policy, spec->tty, so.observe_fs, &p->sb) > 0) {
+	    ward__proc_pool_take(spec->pool, spec->policy, spec->tty, so.observe_fs,
+				 spec->cg_parent, &p->sb) > 0) {
 		/* A sandbox built ahead for this very policy: only the command is left to send. */
 		r = ward__sandbox_launch(&p->sb, &so, NULL);
 		if (r < 0)

@@ -73,6 +73,11 @@ struct ward__proc_spec {
 	 */
 	const struct ward_net_hooks *net_hooks;
 	bool net_ask;
+	/*
+	 * The budget group (src/sandbox/limits.h: a server's or a connection's
+	 * total) the sandbox's cgroup is made beneath, or NULL.
+	 */
+	const struct ward__cgroup *cg_parent;
 };
 
 /*

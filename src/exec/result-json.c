@@ -511,15 +511,22 @@ json_t *ward__usage_json(const struct ward__limits_report *rep)
 
 json_t *ward__limit_hit_json(const struct ward__limits_report *rep)
 {
+	json_t *o;
+
 	if (!rep->hit)
 		return json_null();
 	if (rep->hit_resource == WARD_RES_MEMORY)
-		return json_pack("{s:s, s:I, s:I, s:I}", "resource", "memory", "max",
-				 (json_int_t)rep->hit_max, "peak", (json_int_t)rep->hit_peak,
-				 "killed", (json_int_t)rep->hit_count);
-	return json_pack("{s:s, s:I, s:I, s:I}", "resource", "pids", "max",
-			 (json_int_t)rep->hit_max, "peak", (json_int_t)rep->hit_peak, "refused",
-			 (json_int_t)rep->hit_count);
+		o = json_pack("{s:s, s:I, s:I, s:I}", "resource", "memory", "max",
+			      (json_int_t)rep->hit_max, "peak", (json_int_t)rep->hit_peak, "killed",
+			      (json_int_t)rep->hit_count);
+	else
+		o = json_pack("{s:s, s:I, s:I, s:I}", "resource", "pids", "max",
+			      (json_int_t)rep->hit_max, "peak", (json_int_t)rep->hit_peak,
+			      "refused", (json_int_t)rep->hit_count);
+	/* The server's or the connection's total, not the process's own limit. */
+	if (o && rep->hit_budget)
+		json_object_set_new(o, "budget", json_true());
+	return o;
 }
 
 void ward__limits_json_add(json_t *o, const struct ward__limits_report *rep)

@@ -80,6 +80,12 @@ struct ward__xserver_config {
 	const char *audit_path;
 	/* ward's own directory (the audit log's), read-only in every sandbox that could write it. */
 	const char *own_dir;
+	/*
+	 * The server's budget group (src/sandbox/limits.h), or NULL; beneath it
+	 * each connection gets a group of its own with these totals (0: none).
+	 */
+	const struct ward__cgroup *cg_total;
+	uint64_t connection_memory, connection_pids;
 };
 
 WARD_INTERNAL int ward__xserver_new(struct ward__loop *l, const struct ward__xserver_config *c,

@@ -497,6 +497,17 @@ void ward__xs_handle_start(struct xconn *x, const struct ward__rpc_msg *m)
 	spec.stdin_pipe = p->pipe_stdin;
 	spec.timeout_ms = (uint64_t)timeout;
 	spec.pool = se->pool;
+	/*
+	 * In the connection's budget (within the server's). A spent one refuses
+	 * the start: never another client's process killed to make room.
+	 */
+	spec.cg_parent = x->group.active ? &x->group : s->cfg.cg_total;
+	if (ward__cgroup_admit(x->group.active ? &x->group : NULL, "this connection's", &e) < 0 ||
+	    ward__cgroup_admit(s->cfg.cg_total, "the server's", &e) < 0) {
+		ward__xs_reply_error(x, &m->id, WARD_RPC_INVALID_REQUEST, "%s (%s)", e.message,
+				     e.hint);
+		goto fail;
+	}
 	if (s->cfg.audit_path) {
 		ward__xs_audit_net_hooks(p);
 		spec.net_hooks = &p->net_hooks;

@@ -419,6 +419,9 @@ static void on_proc_exited(struct ward__proc *pr, void *userdata)
 			json_object_set_new(params, "timedOut", json_true());
 		if (p->failure)
 			json_object_set_new(params, "failure", json_string(p->failure));
+		/* ward's extension: how the limits were enforced, what it used, the one it hit. */
+		if (params)
+			ward__limits_json_add(params, &ward__proc_sandbox(pr)->limits);
 		ward__xs_notify(x, "process/exited", params);
 	} else {
 		++p->seq;

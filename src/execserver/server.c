@@ -38,6 +38,7 @@
 #include "basic/util.h"
 #include "execserver/execserver.h"
 #include "rpc/jsonrpc.h"
+#include "sandbox/limits.h"
 
 #include "execserver/fsops.h"
 
@@ -390,6 +391,24 @@ static void *on_opened(struct ward__conn *c, void *server_userdata)
 		free(x);
 		return NULL;
 	}
+	/*
+	 * The connection's total, beneath the server's: what its processes use
+	 * together, whichever session they run in. Without a cgroup for it the
+	 * server's total alone holds (and the start says what is spent).
+	 */
+	{
+		static const struct ward__limits none;
+		static unsigned n;
+		char name[32];
+
+		snprintf(name, sizeof(name), "conn-%u", ++n);
+		if ((s->cfg.connection_memory || s->cfg.connection_pids) && s->cfg.cg_total &&
+		    s->cfg.cg_total->active)
+			ward__cgroup_group_new(s->cfg.cg_total, name, s->cfg.connection_memory,
+					       s->cfg.connection_pids, &x->group, NULL);
+		else
+			ward__cgroup_new(&none, NULL, &x->group, NULL); /* an inactive one */
+	}
 	x->next = s->conns;
 	if (s->conns)
 		s->conns->prev = x;
@@ -503,6 +522,8 @@ static void on_closed(struct ward__conn *c, void *userdata)
 	for (struct xfsop *op = x->fsops; op; op = op->next)
 		op->conn = NULL;
 	ward__xfs_free(x->fs);
+	/* Its processes in sessions that wait to be resumed stay in it: removed once they are gone. */
+	ward__cgroup_bury(&x->group);
 	ward__loop_del_timer(s->loop, x->abort_timer);
 	if (x->prev)
 		x->prev->next = x->next;

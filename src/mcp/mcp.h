@@ -56,6 +56,8 @@ struct ward__mcp_config {
 	struct ward_approver *approver;
 	/* Every command started goes to this audit log (approval/audit.c), or NULL: none. */
 	const char *audit_path;
+	/* The server's budget group (every sandbox is made beneath it), or NULL. */
+	const struct ward__cgroup *cg_parent;
 };
 
 /*

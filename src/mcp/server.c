@@ -288,6 +288,7 @@ int ward__mcp_serve(const struct ward__mcp_config *cfg, int in_fd, int out_fd,
 		.net_hooks = cfg->approver ? &net_hooks : NULL,
 		.net_ask = cfg->approver && ward__approval_net_may_ask(cfg->approver),
 		.no_login_snapshot = cfg->no_login_snapshot,
+		.cg_parent = cfg->cg_parent,
 	};
 	struct mcp m = {.cfg = cfg};
 	int r;

@@ -323,6 +323,18 @@ static int json_text(json_t *v, char *buf, size_t size)
 	ward__error(err, -EINVAL, "policy", "policy '%s': field \"limits\".\"%s\": %s", origin, \
 		    field, what)
 
+/* "policy 'ORIGIN': " before a value's error, as the other fields' errors begin. */
+static int with_origin(struct ward_error *err, const char *origin, int r)
+{
+	char msg[sizeof(err->message)];
+
+	if (err) {
+		snprintf(msg, sizeof(msg), "%s", err->message);
+		ward__error(err, r, "policy", "policy '%s': %s", origin, msg);
+	}
+	return r;
+}
+
 int ward__limits_from_json(json_t *v, struct ward__limits *l, const char *origin,
 			   struct ward_error *err)
 {
@@ -337,8 +349,7 @@ int ward__limits_from_json(json_t *v, struct ward__limits *l, const char *origin
 				   "policy '%s': field \"limits\": expected an object", origin);
 	json_object_foreach(v, key, e)
 	{
-		snprintf(label, sizeof(label), "\"limits\".\"%.32s\" in policy '%.32s'", key,
-			 origin);
+		snprintf(label, sizeof(label), "\"limits\".\"%.32s\"", key);
 		if (strcmp(key, "rlimits") == 0) {
 			const char *name;
 			json_t *rv;
@@ -354,7 +365,7 @@ int ward__limits_from_json(json_t *v, struct ward__limits *l, const char *origin
 				snprintf(kv, sizeof(kv), "%s=%s", name, text);
 				r = ward__limits_parse_rlimit(kv, label, &x, err);
 				if (r < 0)
-					return r;
+					return with_origin(err, origin, r);
 			}
 			continue;
 		}
@@ -369,7 +380,7 @@ int ward__limits_from_json(json_t *v, struct ward__limits *l, const char *origin
 		else
 			return FIELD_FAIL(key, "unknown field");
 		if (r < 0)
-			return r;
+			return with_origin(err, origin, r);
 	}
 	*l = x;
 	return 0;

@@ -131,7 +131,8 @@ static int fail(struct ward_error *err, int r, const char *what, const char *dir
 			   dir, name);
 }
 
-static int limit_v2(struct ward__cgroup *cg, const struct ward__cg_base *b, struct ward_error *err)
+static int limit_v2(struct ward__cgroup *cg, const struct ward__cg_base *b, bool group,
+		    struct ward_error *err)
 {
 	char v[64];
 	int r;
@@ -141,15 +142,20 @@ static int limit_v2(struct ward__cgroup *cg, const struct ward__cg_base *b, stru
 		r = write_fd_at(cg->v2_fd, "memory.max", v);
 		if (r < 0)
 			return fail(err, r, "set memory.max in", b->v2_path, cg->name);
+		/* A group's total is a wall only: throttling is each sandbox's own business. */
 		snprintf(v, sizeof(v), "%llu", (unsigned long long)(cg->memory_max / 10 * 9));
-		r = write_fd_at(cg->v2_fd, "memory.high", v);
+		r = group ? 0 : write_fd_at(cg->v2_fd, "memory.high", v);
 		if (r < 0)
 			return fail(err, r, "set memory.high in", b->v2_path, cg->name);
 		/* No swap file on the host, or no swap accounting: nothing to cap. */
 		r = write_fd_at(cg->v2_fd, "memory.swap.max", "0");
 		if (r < 0 && r != -ENOENT)
 			return fail(err, r, "set memory.swap.max in", b->v2_path, cg->name);
-		r = write_fd_at(cg->v2_fd, "memory.oom.group", "1");
+		/*
+		 * A group's OOM kills within it; memory.oom.group of the victim's own
+		 * sandbox then takes that sandbox whole, and no other.
+		 */
+		r = group ? 0 : write_fd_at(cg->v2_fd, "memory.oom.group", "1");
 		if (r < 0)
 			return fail(err, r, "set memory.oom.group in", b->v2_path, cg->name);
 	}
@@ -170,7 +176,7 @@ static int limit_v2(struct ward__cgroup *cg, const struct ward__cg_base *b, stru
 }
 
 static int limit_v1(struct ward__cgroup *cg, enum ward__cg_ctrl c, const struct ward__cg_base *b,
-		    struct ward_error *err)
+		    bool group, struct ward_error *err)
 {
 	int dfd = cg->v1_fd[c];
 	char v[64];
@@ -188,7 +194,7 @@ static int limit_v1(struct ward__cgroup *cg, enum ward__cg_ctrl c, const struct 
 		if (r < 0 && r != -ENOENT)
 			return fail(err, r, "set memory.memsw.limit_in_bytes in", b->v1_path[c],
 				    cg->name);
-		{
+		if (!group) {
 			/* cgroup.event_control: "<eventfd> <fd of memory.oom_control>". */
 			int ofd = openat(dfd, "memory.oom_control", O_RDONLY | O_CLOEXEC);
 			int efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
@@ -240,87 +246,176 @@ static int same_v1_dir(const struct ward__cg_base *b, const struct ward__cgroup 
 	return -1;
 }
 
-int ward__cgroup_new(const struct ward__limits *l, struct ward__cgroup *cg, struct ward_error *err)
+/*
+ * Makes a cgroup named cg->name beneath parent (a budget group) or ward's
+ * subtree: in v2 where the subtree is v2, in each v1 hierarchy it uses for
+ * a controller of mask (a sandbox beneath a group joins all the group's, so
+ * that the group counts its processes). limit(cg, c) writes the limit of
+ * controller c when its bit is in set.
+ */
+static int make_cgroup(const struct ward__cgroup *parent, unsigned mask, unsigned set, bool group,
+		       struct ward__cgroup *cg, struct ward_error *err)
 {
-	static unsigned counter;
-	const struct ward__cg_base *b;
-	unsigned mask = 0;
+	const struct ward__cg_base *b = ward__cg_base_get();
+	int v2_parent = parent && parent->active ? parent->v2_fd : b->v2_fd;
 	int r;
 
-	cgroup_reset(cg);
-	if (l->memory)
-		mask |= 1u << WARD_CG_MEMORY;
-	if (l->pids)
-		mask |= 1u << WARD_CG_PIDS;
-	if (l->cpu_milli)
-		mask |= 1u << WARD_CG_CPU;
-	if (!mask)
-		return 0;
-	if (n_graves > 0)
-		ward__cgroup_sweep();
-	b = ward__cg_base_get();
-	snprintf(cg->name, sizeof(cg->name), "ward-%d-%u", (int)getpid(), ++counter);
-	cg->memory_max = l->memory;
-	cg->pids_max = l->pids + 1;
-	cg->cpu_milli = l->cpu_milli;
-	cg->v2_parent_fd = b->v2_fd;
+	cg->v2_parent_fd = v2_parent;
 	cg->v2_leave_fd = b->v2_leave_fd;
-
-	if (b->v2_fd >= 0) {
-		r = make_dir(b->v2_fd, cg->name);
-		if (r < 0) {
-			r = fail(err, r, "make", b->v2_path, cg->name);
-			goto fail;
-		}
-		cg->active = true;
-		cg->v2_fd = openat(b->v2_fd, cg->name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-		if (cg->v2_fd < 0) {
-			r = fail(err, -errno, "open", b->v2_path, cg->name);
-			goto fail;
-		}
-		for (int c = 0; c < WARD_CG_N; c++)
-			if ((mask & (1u << c)) && b->how[c] == WARD_ENFORCE_CGROUP2)
-				cg->how[c] = WARD_ENFORCE_CGROUP2;
-		r = limit_v2(cg, b, err);
+	if (v2_parent >= 0) {
+		r = make_dir(v2_parent, cg->name);
 		if (r < 0)
-			goto fail;
+			return fail(err, r, "make", b->v2_path, cg->name);
+		cg->active = true;
+		cg->v2_fd = openat(v2_parent, cg->name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (cg->v2_fd < 0)
+			return fail(err, -errno, "open", b->v2_path, cg->name);
+		for (int c = 0; c < WARD_CG_N; c++)
+			if ((set & (1u << c)) && b->how[c] == WARD_ENFORCE_CGROUP2)
+				cg->how[c] = WARD_ENFORCE_CGROUP2;
+		if (group) {
+			/* A group holds cgroups, never processes: its children get the controllers. */
+			for (int c = 0; c < WARD_CG_N; c++) {
+				char cmd[16];
+
+				if (b->how[c] != WARD_ENFORCE_CGROUP2)
+					continue;
+				snprintf(cmd, sizeof(cmd), "+%s", ward__cg_ctrl_name(c));
+				r = write_fd_at(cg->v2_fd, "cgroup.subtree_control", cmd);
+				if (r < 0)
+					return fail(err, r, "enable controllers in", b->v2_path,
+						    cg->name);
+			}
+		}
+		r = limit_v2(cg, b, group, err);
+		if (r < 0)
+			return r;
 	}
 	for (int c = 0; c < WARD_CG_N; c++) {
+		int pfd = parent && parent->active ? parent->v1_fd[c] : b->v1_fd[c];
 		int same;
 
-		if (!(mask & (1u << c)) || b->how[c] != WARD_ENFORCE_CGROUP1)
+		if (!(mask & (1u << c)) || b->how[c] != WARD_ENFORCE_CGROUP1 || pfd < 0)
 			continue;
-		cg->v1_parent_fd[c] = b->v1_fd[c];
+		cg->v1_parent_fd[c] = pfd;
 		same = same_v1_dir(b, cg, c);
 		if (same >= 0) {
 			cg->v1_fd[c] = fcntl(cg->v1_fd[same], F_DUPFD_CLOEXEC, 3);
 		} else {
-			cg->v1_leave_fd[c] = b->v1_leave_fd[c];
-			r = make_dir(b->v1_fd[c], cg->name);
-			if (r < 0) {
-				r = fail(err, r, "make", b->v1_path[c], cg->name);
-				goto fail;
-			}
+			r = make_dir(pfd, cg->name);
+			if (r < 0)
+				return fail(err, r, "make", b->v1_path[c], cg->name);
 			cg->active = true;
-			cg->v1_fd[c] =
-				openat(b->v1_fd[c], cg->name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-			if (cg->v1_fd[c] >= 0)
+			cg->v1_fd[c] = openat(pfd, cg->name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+			if (cg->v1_fd[c] >= 0 && !group) {
+				cg->v1_leave_fd[c] = b->v1_leave_fd[c];
 				cg->v1_join_fd[c] =
 					openat(cg->v1_fd[c], "cgroup.procs", O_WRONLY | O_CLOEXEC);
+			}
 		}
-		if (cg->v1_fd[c] < 0 || (same < 0 && cg->v1_join_fd[c] < 0)) {
-			r = fail(err, -errno, "open", b->v1_path[c], cg->name);
-			goto fail;
+		if (cg->v1_fd[c] < 0 || (same < 0 && !group && cg->v1_join_fd[c] < 0))
+			return fail(err, -errno, "open", b->v1_path[c], cg->name);
+		if (set & (1u << c)) {
+			cg->how[c] = WARD_ENFORCE_CGROUP1;
+			r = limit_v1(cg, c, b, group, err);
+			if (r < 0)
+				return r;
 		}
-		cg->how[c] = WARD_ENFORCE_CGROUP1;
-		r = limit_v1(cg, c, b, err);
-		if (r < 0)
-			goto fail;
 	}
 	return 0;
-fail:
-	ward__cgroup_release(cg);
+}
+
+static unsigned limits_mask(const struct ward__limits *l)
+{
+	return (l->memory ? 1u << WARD_CG_MEMORY : 0) | (l->pids ? 1u << WARD_CG_PIDS : 0) |
+		(l->cpu_milli ? 1u << WARD_CG_CPU : 0);
+}
+
+int ward__cgroup_new(const struct ward__limits *l, const struct ward__cgroup *parent,
+		     struct ward__cgroup *cg, struct ward_error *err)
+{
+	static unsigned counter;
+	bool in_group = parent && parent->active;
+	unsigned set = limits_mask(l);
+	int r;
+
+	cgroup_reset(cg);
+	/* Nothing to limit, and no budget to count it in: no cgroup at all (ward run's default). */
+	if (!set && !in_group)
+		return 0;
+	if (n_graves > 0)
+		ward__cgroup_sweep();
+	snprintf(cg->name, sizeof(cg->name), "ward-%d-%u", (int)getpid(), ++counter);
+	cg->memory_max = l->memory;
+	cg->pids_max = l->pids + 1;
+	cg->cpu_milli = l->cpu_milli;
+	r = make_cgroup(parent, in_group ? (1u << WARD_CG_N) - 1 : set, set, false, cg, err);
+	if (r < 0)
+		ward__cgroup_release(cg);
 	return r;
+}
+
+int ward__cgroup_group_new(const struct ward__cgroup *parent, const char *name, uint64_t memory,
+			   uint64_t pids, struct ward__cgroup *cg, struct ward_error *err)
+{
+	unsigned set = (memory ? 1u << WARD_CG_MEMORY : 0) | (pids ? 1u << WARD_CG_PIDS : 0);
+	int r;
+
+	cgroup_reset(cg);
+	snprintf(cg->name, sizeof(cg->name), "ward-%d-%s", (int)getpid(), name);
+	cg->memory_max = memory;
+	cg->pids_max = pids;
+	r = make_cgroup(parent, (1u << WARD_CG_N) - 1, set, true, cg, err);
+	if (r < 0)
+		ward__cgroup_release(cg);
+	else
+		cg->group = true;
+	return r;
+}
+
+/* What a new sandbox needs at least to start beneath a group: its init and its command. */
+#define ADMIT_MEMORY ((uint64_t)16 << 20)
+#define ADMIT_PIDS 2
+
+int ward__cgroup_admit(const struct ward__cgroup *g, const char *whose, struct ward_error *err)
+{
+	uint64_t mem = 0, pids = 0;
+	char a[32], b[32];
+
+	if (!g || !g->active || ward__cgroup_current(g, &mem, &pids) < 0)
+		return 0;
+	if (g->memory_max && mem + ADMIT_MEMORY > g->memory_max) {
+		ward__error(err, -EDQUOT, "limits",
+			    "%s memory budget is spent: %s of %s in use by its processes", whose,
+			    ward__limits_format_size(mem, a, sizeof(a)),
+			    ward__limits_format_size(g->memory_max, b, sizeof(b)));
+		ward__error_hint(err, "wait for a process to end, or end one");
+		return -EDQUOT;
+	}
+	if (g->pids_max && pids + ADMIT_PIDS > g->pids_max) {
+		ward__error(err, -EDQUOT, "limits",
+			    "%s process budget is spent: %llu of %llu processes and threads in use",
+			    whose, (unsigned long long)pids, (unsigned long long)g->pids_max);
+		ward__error_hint(err, "wait for a process to end, or end one");
+		return -EDQUOT;
+	}
+	return 0;
+}
+
+int ward__cgroup_current(const struct ward__cgroup *cg, uint64_t *ret_memory, uint64_t *ret_pids)
+{
+	*ret_memory = *ret_pids = 0;
+	if (!cg->active)
+		return -ENOENT;
+	if (cg->v2_fd >= 0) {
+		read_u64_at(cg->v2_fd, "memory.current", ret_memory);
+		read_u64_at(cg->v2_fd, "pids.current", ret_pids);
+	}
+	if (cg->v1_fd[WARD_CG_MEMORY] >= 0)
+		read_u64_at(cg->v1_fd[WARD_CG_MEMORY], "memory.usage_in_bytes", ret_memory);
+	if (cg->v1_fd[WARD_CG_PIDS] >= 0)
+		read_u64_at(cg->v1_fd[WARD_CG_PIDS], "pids.current", ret_pids);
+	return 0;
 }
 
 size_t ward__cgroup_child_fds(const struct ward__cgroup *cg, int *fds, size_t max)
@@ -551,7 +646,7 @@ int ward__cgroup_remove(struct ward__cgroup *cg, int timeout_ms)
 
 void ward__cgroup_release(struct ward__cgroup *cg)
 {
-	if (cg->active && ward__cgroup_populated(cg))
+	if (cg->active && !cg->group && ward__cgroup_populated(cg))
 		ward__cgroup_kill(cg);
 	ward__cgroup_remove(cg, 1000);
 	if (cg->v2_fd >= 0)
@@ -658,7 +753,9 @@ void ward__cgroup_bury(struct ward__cgroup *cg)
 		ward__cgroup_release(cg);
 		return;
 	}
-	ward__cgroup_kill(cg);
+	/* A group's processes are its sandboxes', each ended by its own handle: never killed here. */
+	if (!cg->group)
+		ward__cgroup_kill(cg);
 	if (ward__cgroup_remove(cg, 0) == 0) {
 		ward__cgroup_release(cg);
 		return;

@@ -50,7 +50,8 @@ static bool asked(const struct ward__limits *l, enum ward__resource r)
 	return (unsigned)r < WARD_RES_N && l->rlimit_set[r - WARD_RES_RLIMIT0];
 }
 
-int ward__sb_limits_setup(const struct ward__limits *l, bool userns, struct ward__sb_limits *sl,
+int ward__sb_limits_setup(const struct ward__limits *l, bool userns,
+			  const struct ward__cgroup *parent, struct ward__sb_limits *sl,
 			  struct ward_error *err)
 {
 	static const struct ward__limits none;
@@ -59,13 +60,18 @@ int ward__sb_limits_setup(const struct ward__limits *l, bool userns, struct ward
 	int r;
 
 	*sl = (struct ward__sb_limits){.asked = *l};
-	ward__cgroup_new(&none, &sl->cg, NULL); /* an inactive one: every descriptor -1 */
+	ward__cgroup_new(&none, NULL, &sl->cg, NULL); /* an inactive one: every descriptor -1 */
 	sl->any = ward__limits_any(l);
-	if (!sl->any)
+	if (!sl->any && !(parent && parent->active))
 		return 0;
-	r = ward__cgroup_new(l, &sl->cg, err);
+	/* Beneath a budget (a server's, a connection's) a sandbox has a cgroup even without limits. */
+	r = ward__cgroup_new(l, parent, &sl->cg, err);
 	if (r < 0)
 		return r;
+	if (parent && parent->active && sl->cg.active) {
+		sl->budget_memory = parent->memory_max;
+		sl->budget_pids = parent->pids_max;
+	}
 	sl->how[WARD_RES_MEMORY] = l->memory ? sl->cg.how[WARD_CG_MEMORY] : WARD_ENFORCE_NONE;
 	sl->how[WARD_RES_PIDS] = l->pids ? sl->cg.how[WARD_CG_PIDS] : WARD_ENFORCE_NONE;
 	sl->how[WARD_RES_CPU] = l->cpu_milli ? sl->cg.how[WARD_CG_CPU] : WARD_ENFORCE_NONE;
@@ -166,11 +172,23 @@ void ward__sb_limits_collect(struct ward__sb_limits *sl, const struct ward__init
 		rep->have_pids_peak = true;
 		rep->pids_peak = s.pids_peak > 0 ? s.pids_peak - 1 : 0;
 	}
-	/* Read from the kernel's own counts, never guessed from an exit status. */
+	/*
+	 * Read from the kernel's own counts, never guessed from an exit status;
+	 * on v1 also from init, which killed the rest on the kernel's OOM
+	 * notification (and may have taken the kernel's victim with it first).
+	 */
+	if (iu && iu->oom && s.oom_kills == 0)
+		s.oom_kills = 1;
 	if (s.oom_kills > 0 && sl->how[WARD_RES_MEMORY] != WARD_ENFORCE_NONE) {
 		rep->hit = true;
 		rep->hit_resource = WARD_RES_MEMORY;
 		rep->hit_max = sl->asked.memory;
+		rep->hit_peak = s.memory_peak;
+		rep->hit_count = s.oom_kills;
+	} else if (s.oom_kills > 0 && sl->budget_memory) {
+		rep->hit = rep->hit_budget = true;
+		rep->hit_resource = WARD_RES_MEMORY;
+		rep->hit_max = sl->budget_memory;
 		rep->hit_peak = s.memory_peak;
 		rep->hit_count = s.oom_kills;
 	} else if (s.pids_refused > 0 && sl->how[WARD_RES_PIDS] != WARD_ENFORCE_NONE) {
@@ -178,6 +196,17 @@ void ward__sb_limits_collect(struct ward__sb_limits *sl, const struct ward__init
 		rep->hit_resource = WARD_RES_PIDS;
 		rep->hit_max = sl->asked.pids;
 		rep->hit_peak = rep->have_pids_peak ? rep->pids_peak : sl->asked.pids;
+		rep->hit_count = s.pids_refused;
+		/* Refused below its own limit: the budget's total was what was hit. */
+		if (sl->budget_pids && rep->hit_peak < sl->asked.pids) {
+			rep->hit_budget = true;
+			rep->hit_max = sl->budget_pids;
+		}
+	} else if (s.pids_refused > 0 && sl->budget_pids) {
+		rep->hit = rep->hit_budget = true;
+		rep->hit_resource = WARD_RES_PIDS;
+		rep->hit_max = sl->budget_pids;
+		rep->hit_peak = rep->have_pids_peak ? rep->pids_peak : 0;
 		rep->hit_count = s.pids_refused;
 	}
 	/* init left the cgroup before it reported: it is empty, unless init died inside. */

@@ -97,6 +97,7 @@ static void handle_message(struct ward__sandbox *sb, const struct ward__msg_hdr 
 			memcpy(&s, payload, sizeof(s));
 			sb->wait_status = s.wait_status;
 			sb->have_status = true;
+			s.usage.oom = (s.flags & WARD_STATUS_OOM) != 0;
 			((struct ward__sandbox_priv *)sb->priv)->usage = s.usage;
 			((struct ward__sandbox_priv *)sb->priv)->have_usage = true;
 			/* init's measure, for every run; a cgroup's counts refine it (limits_collect). */
@@ -448,18 +449,20 @@ int ward__sandbox_wait(struct ward__sandbox *sb, int *ret_exit_code)
 /* ------------------------------------------------------------------ limits */
 
 int ward__sandbox_limits_setup(struct ward__sandbox *sb, struct ward__sandbox_priv *priv,
-			       const struct ward_policy *p, bool userns, struct ward_error *err)
+			       const struct ward__spawn_opts *o, bool userns,
+			       struct ward_error *err)
 {
+	const struct ward_policy *p = o->policy;
 	struct ward__sb_limits *sl;
 	int r;
 
 	sb->limits = (struct ward__limits_report){0};
-	if (!ward__limits_any(&p->limits))
+	if (!ward__limits_any(&p->limits) && !(o->cg_parent && o->cg_parent->active))
 		return 0;
 	sl = calloc(1, sizeof(*sl));
 	if (!sl)
 		return ward__error(err, -ENOMEM, "limits", "out of memory");
-	r = ward__sb_limits_setup(&p->limits, userns, sl, err);
+	r = ward__sb_limits_setup(&p->limits, userns, o->cg_parent, sl, err);
 	if (r < 0) {
 		free(sl);
 		return r;

@@ -536,6 +536,7 @@ _noreturn_ static void init_run(const struct ward__spawn_opts *o, int report_fd,
 	struct ward_error e = {0};
 	int sfd = c->sfd, status = 0, code;
 	int oom_fd = o->sb_limits ? ward__cgroup_oom_fd(&o->sb_limits->cg) : -1;
+	uint32_t status_flags = 0;
 
 	if (cmd < 0) {
 		struct cmd_args ca = {.o = o,
@@ -619,6 +620,7 @@ _noreturn_ static void init_run(const struct ward__spawn_opts *o, int report_fd,
 			(void)!read(oom_fd, &n, sizeof(n));
 			kill_everything(isolated);
 			oom_fd = -1;
+			status_flags |= WARD_STATUS_OOM;
 		}
 		if (pfds[1].revents & POLLIN) {
 			if (ward__supervisor_handle(&sup) < 0) {
@@ -699,7 +701,7 @@ _noreturn_ static void init_run(const struct ward__spawn_opts *o, int report_fd,
 		if (c->lease_fds[i] >= 0)
 			close(c->lease_fds[i]);
 	{
-		struct ward__msg_status m = {.wait_status = status};
+		struct ward__msg_status m = {.wait_status = status, .flags = status_flags};
 		struct rusage ru;
 
 		/* Every process of the sandbox was init's to reap, directly or as an orphan. */

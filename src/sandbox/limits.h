@@ -176,6 +176,7 @@ struct ward__cgroup {
 	uint64_t memory_max, pids_max; /* as written (pids_max counts init) */
 	uint32_t cpu_milli;
 	bool killed;
+	bool group; /* a budget (ward__cgroup_group_new) */
 	/*
 	 * cgroup v1 has no memory.oom.group: the kernel kills one process at the
 	 * limit. This eventfd, registered on memory.oom_control, tells the
@@ -199,8 +200,33 @@ struct ward__cgroup {
  * needs a cgroup or none can be had; -errno with err when one could not be
  * made or limited.
  */
-WARD_INTERNAL int ward__cgroup_new(const struct ward__limits *l, struct ward__cgroup *ret,
-				   struct ward_error *err);
+WARD_INTERNAL int ward__cgroup_new(const struct ward__limits *l, const struct ward__cgroup *parent,
+				   struct ward__cgroup *ret, struct ward_error *err);
+/*
+ * A budget: a cgroup that holds sandboxes' cgroups, never processes (a
+ * server's total, a connection's), beneath parent (another group) or
+ * ward's subtree, named ward-PID-NAME, with memory.max (and no swap) and
+ * pids.max over everything beneath (0: that total is not limited). Sandboxes
+ * are made beneath it by passing it as ward__cgroup_new()'s parent: each is
+ * then in a cgroup, with or without limits of its own. The kernel enforces
+ * the totals: an OOM beneath a group kills within the group only. *ret is
+ * inactive (and 0 returned) where no cgroup can be had.
+ */
+WARD_INTERNAL int ward__cgroup_group_new(const struct ward__cgroup *parent, const char *name,
+					 uint64_t memory, uint64_t pids, struct ward__cgroup *ret,
+					 struct ward_error *err);
+/*
+ * Admission beneath a budget group: -EDQUOT, with err saying which total is
+ * spent and how much is in use ("the connection's memory budget is spent:
+ * ..."; whose is "the connection's", "the server's"), when what is in use
+ * leaves no room for one more sandbox. The kernel enforces the totals in
+ * any case; this refuses the start instead of letting it fail inside.
+ */
+WARD_INTERNAL int ward__cgroup_admit(const struct ward__cgroup *g, const char *whose,
+				     struct ward_error *err);
+/* What is in use beneath cg now: bytes of memory, processes and threads. */
+WARD_INTERNAL int ward__cgroup_current(const struct ward__cgroup *cg, uint64_t *ret_memory,
+				       uint64_t *ret_pids);
 /*
  * The descriptors the sandbox's first process must keep across its start
  * (the v1 join files and the leave files of the subtree); returns how many
@@ -293,6 +319,7 @@ WARD_INTERNAL bool ward__rlimits_nproc_per_userns(void);
 struct ward__init_usage {
 	uint64_t utime_us, stime_us;
 	uint64_t maxrss_kb; /* the largest single process */
+	bool oom; /* init killed the sandbox on its v1 OOM notification */
 };
 
 /* The resources a sandbox reports on: the cgroup ones, then the rlimits. */
@@ -328,6 +355,7 @@ struct ward__limits_report {
 	bool hit;
 	enum ward__resource hit_resource;
 	uint64_t hit_max, hit_peak, hit_count;
+	bool hit_budget; /* the total of its budget (a server's, a connection's), not its own limit */
 };
 
 /* A sandbox's limits as enforced: what was asked, how each is, the cgroup and the rlimits. */
@@ -338,16 +366,19 @@ struct ward__sb_limits {
 	struct ward__cgroup cg;
 	struct ward__rlimits rl;
 	bool collected;
+	/* The totals of the budget group it is in (0: none). */
+	uint64_t budget_memory, budget_pids;
 };
 
 /*
  * Decides and sets up the limits of one sandbox: a cgroup where one can be
- * had, the rlimits, RLIMIT_NPROC for pids inside a user namespace (userns)
+ * had (beneath parent, a budget group, when given), the rlimits, RLIMIT_NPROC for pids inside a user namespace (userns)
  * where no pids controller is. With l->require, a limit that would not be
  * enforced fails the call (-EPERM, err naming it and why). *ret is always
  * initialised (release it).
  */
 WARD_INTERNAL int ward__sb_limits_setup(const struct ward__limits *l, bool userns,
+					const struct ward__cgroup *parent,
 					struct ward__sb_limits *ret, struct ward_error *err);
 WARD_INTERNAL void ward__sb_limits_release(struct ward__sb_limits *sl);
 /*

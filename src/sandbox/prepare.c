@@ -82,7 +82,7 @@ int ward__sandbox_prepare(const struct ward__spawn_opts *o, struct ward__sandbox
 		goto fail;
 	}
 	/* Made in its cgroup, limited, like a cold one. */
-	r = ward__sandbox_limits_setup(sb, priv, p, iso == WARD_ISOLATION_USERNS, err);
+	r = ward__sandbox_limits_setup(sb, priv, o, iso == WARD_ISOLATION_USERNS, err);
 	if (r < 0)
 		goto fail;
 	child_opts = *o;

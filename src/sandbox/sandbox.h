@@ -198,9 +198,15 @@ struct ward__msg_error {
 
 struct ward__msg_status {
 	int32_t wait_status; /* as from waitpid() */
-	uint32_t pad;
+	uint32_t flags; /* WARD_STATUS_* */
 	struct ward__init_usage usage; /* of every process init reaped */
 };
+/*
+ * init killed the sandbox because its v1 memory cgroup ran out (the OOM
+ * eventfd): the kernel's own count may have missed it, its victim being
+ * already dead of init's kill.
+ */
+#define WARD_STATUS_OOM 1u
 
 struct ward__msg_ready {
 	int32_t pid; /* the command's pid inside */
@@ -431,6 +437,11 @@ struct ward__spawn_opts {
 	 * sets it.
 	 */
 	int net_fd;
+	/*
+	 * The budget group (a server's, a connection's) the sandbox's cgroup is
+	 * made beneath, or NULL: ward's subtree itself.
+	 */
+	const struct ward__cgroup *cg_parent;
 	/*
 	 * Set by spawn.c and prepare.c for the clone's child, never by callers
 	 * (the limits come from the policy): the cgroup to enter and leave, the

@@ -46,7 +46,7 @@ WARD_INTERNAL void ward__sandbox_reset(struct ward__sandbox *sb);
  */
 WARD_INTERNAL int ward__sandbox_limits_setup(struct ward__sandbox *sb,
 					     struct ward__sandbox_priv *priv,
-					     const struct ward_policy *p, bool userns,
+					     const struct ward__spawn_opts *o, bool userns,
 					     struct ward_error *err);
 /* Lets go of priv->limits (the cgroup killed and removed, or buried). */
 WARD_INTERNAL void ward__sandbox_limits_release(struct ward__sandbox_priv *priv);

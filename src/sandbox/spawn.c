@@ -164,7 +164,7 @@ static int spawn_attempt(const struct ward__spawn_opts *o, struct ward__sandbox 
 		goto fail;
 	}
 	/* The cgroup exists, limited, before the sandbox's first process does. */
-	r = ward__sandbox_limits_setup(sb, priv, p, iso == WARD_ISOLATION_USERNS, err);
+	r = ward__sandbox_limits_setup(sb, priv, o, iso == WARD_ISOLATION_USERNS, err);
 	if (r < 0)
 		goto fail;
 

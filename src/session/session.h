@@ -86,6 +86,12 @@ struct ward__sessions_config {
 	 * `SHELL -lc CMD`, the profile in every command.
 	 */
 	bool no_login_snapshot;
+	/*
+	 * The budget group every session's sandbox is made beneath (the
+	 * server's total, src/sandbox/limits.h), or NULL. A start is refused
+	 * while its totals are spent.
+	 */
+	const struct ward__cgroup *cg_parent;
 };
 
 struct ward__exec_args {
@@ -152,6 +158,8 @@ struct ward__session_reply {
 	int denied; /* 1, 0, or -ENODATA (this host gives no exact answer) */
 	char *note; /* a line for the reader (setup error, fallback warning), or NULL */
 	bool killed; /* ended by kill_session */
+	/* When exited: its limits, how enforced, what it used and the limit it hit. */
+	struct ward__limits_report limits;
 	/* Set when the call failed after it was accepted (the session ended under it): a tool error. */
 	char *error;
 };

@@ -498,7 +498,7 @@ TEST_TIMEOUT(cgroup_memory_hog_killed, 60)
 	int st, efd;
 
 	need_cgroups();
-	ASSERT_OK(ward__cgroup_new(&l, &cg, NULL));
+	ASSERT_OK(ward__cgroup_new(&l, NULL, &cg, NULL));
 	ASSERT_TRUE(cg.active);
 	ASSERT_NE(cg.how[WARD_CG_MEMORY], WARD_ENFORCE_NONE);
 	ASSERT_EQ(cg.how[WARD_CG_PIDS], WARD_ENFORCE_NONE);
@@ -535,7 +535,7 @@ TEST_TIMEOUT(cgroup_pids_refused, 60)
 	int st;
 
 	need_cgroups();
-	ASSERT_OK(ward__cgroup_new(&l, &cg, NULL));
+	ASSERT_OK(ward__cgroup_new(&l, NULL, &cg, NULL));
 	ASSERT_EQ(cg.pids_max, 21);
 	st = run_in(&cg, forker);
 	ASSERT_TRUE(WIFEXITED(st));
@@ -577,7 +577,7 @@ TEST_TIMEOUT(cgroup_kill_takes_daemons, 60)
 	int st = 0;
 
 	need_cgroups();
-	ASSERT_OK(ward__cgroup_new(&l, &cg, NULL));
+	ASSERT_OK(ward__cgroup_new(&l, NULL, &cg, NULL));
 	pid = fork_into(&cg);
 	ASSERT_GE(pid, 0);
 	if (pid == 0)
@@ -616,6 +616,38 @@ TEST_TIMEOUT(cgroup_kill_takes_daemons, 60)
 	ward__cgroup_release(&cg);
 }
 
+TEST_TIMEOUT(group_budget, 60)
+{
+	struct ward__limits l = {.memory = 64ULL << 20}, none = {0};
+	struct ward__cgroup g, a, b;
+	struct ward_error e = {0};
+	struct ward__cg_stats s;
+	int st;
+
+	need_cgroups();
+	ASSERT_OK(ward__cgroup_group_new(NULL, "test", 40ULL << 20, 16, &g, NULL));
+	ASSERT_TRUE(g.active);
+	ASSERT_TRUE(g.group);
+	/* A sandbox with a limit of its own above the budget's: the budget wins. */
+	ASSERT_OK(ward__cgroup_new(&l, &g, &a, NULL));
+	st = run_in(&a, hog);
+	ASSERT_TRUE(WIFSIGNALED(st));
+	ward__cgroup_stats(&a, &s);
+	ASSERT_GE(s.oom_kills, 1);
+	ASSERT_LE(s.memory_peak, 40ULL << 20);
+	ward__cgroup_bury(&a);
+	/* One without limits of its own is counted in the budget all the same. */
+	ASSERT_OK(ward__cgroup_new(&none, &g, &b, NULL));
+	ASSERT_TRUE(b.active);
+	st = run_in(&b, forker);
+	ASSERT_TRUE(WIFEXITED(st));
+	ASSERT_EQ(WEXITSTATUS(st), 15); /* the forker and 15 children: the budget's 16 */
+	ASSERT_OK(ward__cgroup_admit(&g, "the test's", &e));
+	ward__cgroup_bury(&b);
+	ward__cgroup_bury(&g);
+	ward__cgroup_sweep();
+}
+
 TEST(sb_limits_report)
 {
 	struct ward__limits l = {.memory = 64ULL << 20, .pids = 32};
@@ -626,7 +658,7 @@ TEST(sb_limits_report)
 	int r;
 
 	ward__limits_parse_rlimit("nofile=256", "--rlimit", &l, NULL);
-	ASSERT_OK(ward__sb_limits_setup(&l, true, &sl, &e));
+	ASSERT_OK(ward__sb_limits_setup(&l, true, NULL, &sl, &e));
 	ASSERT_EQ(sl.how[WARD_RES_MEMORY], b->how[WARD_CG_MEMORY]);
 	ASSERT_EQ(sl.how[WARD_RES_CPU], WARD_ENFORCE_NONE);
 	ASSERT_EQ(sl.how[WARD_RES_RLIMIT0 + WARD_RLIMIT_NOFILE], WARD_ENFORCE_RLIMIT);
@@ -643,7 +675,7 @@ TEST(sb_limits_report)
 
 	/* --require-limits: refused when one is not enforced, with the reason. */
 	l.require = true;
-	r = ward__sb_limits_setup(&l, true, &sl, &e);
+	r = ward__sb_limits_setup(&l, true, NULL, &sl, &e);
 	if (b->how[WARD_CG_MEMORY] == WARD_ENFORCE_NONE) {
 		ASSERT_EQ(r, -EPERM);
 		ASSERT_CONTAINS(e.message, "the memory limit");
