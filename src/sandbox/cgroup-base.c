@@ -31,6 +31,7 @@
  * cannot be had is left out with the reason in `why`, and the per-resource
  * report says so (enforce.c): nothing here fails a run by itself.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -349,6 +350,61 @@ static const char *mask_names(unsigned mask, char *buf, size_t size)
 	return buf;
 }
 
+/*
+ * Removes what a ward that is gone left beneath dirfd: "ward-PID-..."
+ * directories whose PID no longer runs (a ward killed with SIGKILL could not
+ * remove its cgroups; its processes died with it). Depth-first, a few levels
+ * (a server's total, a connection's, a sandbox's); only empty directories go
+ * (rmdir), so a cgroup still in use is never touched.
+ */
+static void remove_tree(int dirfd, const char *name, unsigned depth)
+{
+	int fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	DIR *d;
+	struct dirent *de;
+
+	if (fd < 0)
+		return;
+	d = fdopendir(fd);
+	if (!d) {
+		close(fd);
+		return;
+	}
+	while (depth > 0 && (de = readdir(d)))
+		if (de->d_type == DT_DIR && strncmp(de->d_name, "ward-", 5) == 0)
+			remove_tree(fd, de->d_name, depth - 1);
+	closedir(d);
+	unlinkat(dirfd, name, AT_REMOVEDIR);
+}
+
+static void sweep_stale(int dirfd)
+{
+	int fd = fcntl(dirfd, F_DUPFD_CLOEXEC, 3);
+	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+	struct dirent *de;
+	unsigned n = 0;
+
+	if (!d) {
+		if (fd >= 0)
+			close(fd);
+		return;
+	}
+	while ((de = readdir(d)) && n < 4096) {
+		long pid;
+		char *end;
+
+		if (de->d_type != DT_DIR || strncmp(de->d_name, "ward-", 5) != 0)
+			continue;
+		pid = strtol(de->d_name + 5, &end, 10);
+		if (pid <= 0 || *end != '-' || pid == getpid() ||
+		    !(kill((pid_t)pid, 0) < 0 && errno == ESRCH))
+			continue;
+		remove_tree(dirfd, de->d_name, 3);
+		n++;
+	}
+	closedir(d);
+}
+
 static void acquire(struct ward__cg_base *b)
 {
 	const struct ward__cg_host *h = ward__cg_host_get();
@@ -417,6 +473,12 @@ static void acquire(struct ward__cg_base *b)
 		if (restore_own[0])
 			atexit(restore_at_exit);
 	}
+	/* What wards killed before they could clean up left behind, in the places this one uses. */
+	if (b->v2_fd >= 0)
+		sweep_stale(b->v2_fd);
+	for (int c = 0; c < WARD_CG_N; c++)
+		if (b->v1_fd[c] >= 0 && (c == 0 || strcmp(b->v1_path[c], b->v1_path[c - 1]) != 0))
+			sweep_stale(b->v1_fd[c]);
 }
 
 const struct ward__cg_base *ward__cg_base_get(void)
