@@ -743,6 +743,9 @@ static int build_result(struct run *run, const struct ward_policy *policy, int w
 	else if ((run->timed_out || run->cancelled || sb->guard_tripped) && !sb->have_status)
 		/* ward killed the sandbox before the command ended: SIGKILL is what it died of. */
 		res->signal = SIGKILL;
+	else if (!sb->have_status && sb->limits.hit && sb->limits.hit_resource == WARD_RES_MEMORY)
+		/* memory.oom.group killed the whole sandbox, init with it: SIGKILL, no status. */
+		res->signal = SIGKILL;
 
 	if (run->timed_out)
 		res->exit_code = WARD_EXIT_CODE_TIMEOUT;

@@ -283,6 +283,9 @@ static int compute_exit_code(struct ward__proc *p)
 		p->signal = WTERMSIG(sb->wait_status);
 	else if (!sb->have_status && (p->terminated || p->timed_out || sb->guard_tripped))
 		p->signal = SIGKILL;
+	/* memory.oom.group killed the whole sandbox, init with it: no status came, SIGKILL did. */
+	else if (!sb->have_status && sb->limits.hit && sb->limits.hit_resource == WARD_RES_MEMORY)
+		p->signal = SIGKILL;
 	if (p->timed_out)
 		code = WARD_EXIT_CODE_TIMEOUT;
 	else if (sb->have_status && WIFEXITED(sb->wait_status))

@@ -501,9 +501,27 @@ void ward__xs_handle_start(struct xconn *x, const struct ward__rpc_msg *m)
 	 * In the connection's budget (within the server's). A spent one refuses
 	 * the start: never another client's process killed to make room.
 	 */
+	/*
+	 * The connection's total, beneath the server's: what its processes use
+	 * together, whichever session they run in. Made with its first process
+	 * (a connection that never starts one costs no cgroup). Without a cgroup
+	 * for it the server's total alone holds.
+	 */
+	if (!x->group.active && !x->group_tried) {
+		static unsigned n;
+		char name[32];
+
+		x->group_tried = true;
+		snprintf(name, sizeof(name), "conn-%u", ++n);
+		if ((s->cfg.connection_memory || s->cfg.connection_pids) && s->cfg.cg_total &&
+		    s->cfg.cg_total->active)
+			ward__cgroup_group_new(s->cfg.cg_total, name, s->cfg.connection_memory,
+					       s->cfg.connection_pids, &x->group, NULL);
+	}
 	spec.cg_parent = x->group.active ? &x->group : s->cfg.cg_total;
-	if (ward__cgroup_admit(x->group.active ? &x->group : NULL, "this connection's", &e) < 0 ||
-	    ward__cgroup_admit(s->cfg.cg_total, "the server's", &e) < 0) {
+	if (ward__cgroup_admit(x->group.active ? &x->group : NULL, 1, "this connection's", &e) <
+		    0 ||
+	    ward__cgroup_admit(s->cfg.cg_total, 1, "the server's", &e) < 0) {
 		ward__xs_reply_error(x, &m->id, WARD_RPC_INVALID_REQUEST, "%s (%s)", e.message,
 				     e.hint);
 		goto fail;

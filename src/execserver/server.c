@@ -391,23 +391,11 @@ static void *on_opened(struct ward__conn *c, void *server_userdata)
 		free(x);
 		return NULL;
 	}
-	/*
-	 * The connection's total, beneath the server's: what its processes use
-	 * together, whichever session they run in. Without a cgroup for it the
-	 * server's total alone holds (and the start says what is spent).
-	 */
+	/* Its budget's cgroup comes with its first process (procmethods.c): none yet. */
 	{
 		static const struct ward__limits none;
-		static unsigned n;
-		char name[32];
 
-		snprintf(name, sizeof(name), "conn-%u", ++n);
-		if ((s->cfg.connection_memory || s->cfg.connection_pids) && s->cfg.cg_total &&
-		    s->cfg.cg_total->active)
-			ward__cgroup_group_new(s->cfg.cg_total, name, s->cfg.connection_memory,
-					       s->cfg.connection_pids, &x->group, NULL);
-		else
-			ward__cgroup_new(&none, NULL, &x->group, NULL); /* an inactive one */
+		ward__cgroup_new(&none, NULL, &x->group, NULL);
 	}
 	x->next = s->conns;
 	if (s->conns)

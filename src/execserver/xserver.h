@@ -44,6 +44,7 @@ struct xconn {
 	 * (inactive without cgroups, or without a connection total).
 	 */
 	struct ward__cgroup group;
+	bool group_tried;
 };
 
 /* A filesystem request running (in a sandbox) while its connection may go. */

@@ -11,9 +11,14 @@
  *     memory.swap.max 0 on v2, memory.limit_in_bytes with
  *     memory.memsw.limit_in_bytes at the same value on v1. A sandbox at its
  *     limit dies quickly instead of driving the host into swap.
- *   - memory.high at 90% of memory.max: the kernel reclaims and throttles
- *     first (E2B's choice; cgroup-v2.rst calls memory.high the main
- *     mechanism), and the kill comes only at memory.max.
+ *   - memory.high a thirty-second below memory.max: the kernel starts
+ *     reclaiming (page cache first) before the wall, and memory.events
+ *     counts the pressure. Not lower: above memory.high the kernel also
+ *     holds each allocation back by a penalty that grows with the square of
+ *     the overage (mm/memcontrol.c, calculate_high_delay), which at E2B's 90%
+ *     reaches most of a second per batch of pages; a hog between 90% and the
+ *     limit was held there for tens of seconds before the kill. A 1/32 margin
+ *     keeps the penalty under the kernel's 10 ms threshold nearly all the way.
  *   - memory.oom.group: at the limit the whole sandbox dies together (a
  *     half-killed build is worse than a dead one). v1 has no such knob: an
  *     eventfd on memory.oom_control wakes the sandbox's init, which kills
@@ -143,7 +148,8 @@ static int limit_v2(struct ward__cgroup *cg, const struct ward__cg_base *b, bool
 		if (r < 0)
 			return fail(err, r, "set memory.max in", b->v2_path, cg->name);
 		/* A group's total is a wall only: throttling is each sandbox's own business. */
-		snprintf(v, sizeof(v), "%llu", (unsigned long long)(cg->memory_max / 10 * 9));
+		snprintf(v, sizeof(v), "%llu",
+			 (unsigned long long)(cg->memory_max - cg->memory_max / 32));
 		r = group ? 0 : write_fd_at(cg->v2_fd, "memory.high", v);
 		if (r < 0)
 			return fail(err, r, "set memory.high in", b->v2_path, cg->name);
@@ -377,14 +383,15 @@ int ward__cgroup_group_new(const struct ward__cgroup *parent, const char *name, 
 #define ADMIT_MEMORY ((uint64_t)16 << 20)
 #define ADMIT_PIDS 2
 
-int ward__cgroup_admit(const struct ward__cgroup *g, const char *whose, struct ward_error *err)
+int ward__cgroup_admit(const struct ward__cgroup *g, unsigned sandboxes, const char *whose,
+		       struct ward_error *err)
 {
 	uint64_t mem = 0, pids = 0;
 	char a[32], b[32];
 
 	if (!g || !g->active || ward__cgroup_current(g, &mem, &pids) < 0)
 		return 0;
-	if (g->memory_max && mem + ADMIT_MEMORY > g->memory_max) {
+	if (g->memory_max && mem + ADMIT_MEMORY * sandboxes > g->memory_max) {
 		ward__error(err, -EDQUOT, "limits",
 			    "%s memory budget is spent: %s of %s in use by its processes", whose,
 			    ward__limits_format_size(mem, a, sizeof(a)),
@@ -392,7 +399,7 @@ int ward__cgroup_admit(const struct ward__cgroup *g, const char *whose, struct w
 		ward__error_hint(err, "wait for a process to end, or end one");
 		return -EDQUOT;
 	}
-	if (g->pids_max && pids + ADMIT_PIDS > g->pids_max) {
+	if (g->pids_max && pids + ADMIT_PIDS * sandboxes > g->pids_max) {
 		ward__error(err, -EDQUOT, "limits",
 			    "%s process budget is spent: %llu of %llu processes and threads in use",
 			    whose, (unsigned long long)pids, (unsigned long long)g->pids_max);

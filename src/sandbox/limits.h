@@ -190,8 +190,8 @@ struct ward__cgroup {
 
 /*
  * Makes a sandbox's cgroup beneath ward's subtree and writes the limits of
- * l into it: memory.max with memory.high at 90% of it (reclaim, and the
- * memory.events "high" count, before the kill), memory.swap.max (v2) or
+ * l into it: memory.max with memory.high 1/32 below it (reclaim, and the
+ * memory.events "high" count, before the kill; cgroup.c says why not lower), memory.swap.max (v2) or
  * memory.memsw.limit_in_bytes (v1) so that swap is no way around it,
  * memory.oom.group (the whole sandbox dies together, never one process of
  * it at random), pids.max, cpu.max. A controller is used only for a limit
@@ -219,11 +219,14 @@ WARD_INTERNAL int ward__cgroup_group_new(const struct ward__cgroup *parent, cons
  * Admission beneath a budget group: -EDQUOT, with err saying which total is
  * spent and how much is in use ("the connection's memory budget is spent:
  * ..."; whose is "the connection's", "the server's"), when what is in use
- * leaves no room for one more sandbox. The kernel enforces the totals in
- * any case; this refuses the start instead of letting it fail inside.
+ * leaves no room for that many more sandboxes (a start asks for one; a
+ * sandbox prepared ahead for two, itself and a start that may come while it
+ * is being built, whose processes are not counted yet). The kernel enforces
+ * the totals in any case; this refuses the start instead of letting it fail
+ * inside.
  */
-WARD_INTERNAL int ward__cgroup_admit(const struct ward__cgroup *g, const char *whose,
-				     struct ward_error *err);
+WARD_INTERNAL int ward__cgroup_admit(const struct ward__cgroup *g, unsigned sandboxes,
+				     const char *whose, struct ward_error *err);
 /* What is in use beneath cg now: bytes of memory, processes and threads. */
 WARD_INTERNAL int ward__cgroup_current(const struct ward__cgroup *cg, uint64_t *ret_memory,
 				       uint64_t *ret_pids);

@@ -28,6 +28,9 @@ spec.loader.exec_module(sc)
 PROBE = os.environ["PROBE"]
 
 
+EXITED = []
+
+
 def start(s, r, rid, pid, argv, limits=None):
     params = {"processId": pid, "argv": argv, "cwd": "file://" + os.getcwd(),
               "env": {"PATH": "/usr/bin:/bin"}, "tty": False}
@@ -36,6 +39,8 @@ def start(s, r, rid, pid, argv, limits=None):
     sc.send(s, {"id": rid, "method": "process/start", "params": params})
     while True:
         m = r.message()
+        if m.get("method") == "process/exited":
+            EXITED.append(m["params"])
         if m.get("id") == rid:
             return m
 
@@ -70,6 +75,7 @@ def main():
     if cmd == "hog":
         n, mib, limit = int(sys.argv[3]), sys.argv[4], sys.argv[5]
         s, r = sc.session(url, "")
+        s.settimeout(120)  # an emulated machine takes its time
         for i in range(n):
             pid = "hog%d" % i
             m = start(s, r, 10 + i, pid, [PROBE, "alloc", mib], {"memory": limit})
@@ -87,6 +93,7 @@ def main():
     elif cmd == "budget":
         mark = sys.argv[3]
         a, ra = sc.session(url, "")
+        a.settimeout(120)
         started = 0
         refused = None
         for i in range(40):
@@ -99,12 +106,29 @@ def main():
         print("a refused %s" % refused)
         sys.stdout.flush()
         b, rb = sc.session(url, "")
+        b.settimeout(120)
         m = start(b, rb, 1, "b", [PROBE, "sleep", "0"])
         if "error" in m:
             print("b error %s" % m["error"]["message"])
         else:
             print("b exit %d" % wait_exited(rb, "b")["exitCode"])
+        # A start's reply comes before its command's exec: give the last ones a moment.
+        deadline = time.time() + 10
+        while alive(mark) < started and time.time() < deadline:
+            time.sleep(0.1)
         print("a alive %d" % alive(mark))
+        # What A was told meanwhile (a start that failed inside says so here).
+        a.settimeout(0.5)
+        try:
+            while True:
+                m = ra.message()
+                if m.get("method") == "process/exited":
+                    EXITED.append(m["params"])
+        except (OSError, EOFError):
+            pass
+        for e in EXITED:
+            if e["processId"].startswith("a"):
+                print("a exited %s %s %s" % (e["processId"], e["exitCode"], e.get("failure")))
     else:
         raise SystemExit("unknown subcommand " + cmd)
 

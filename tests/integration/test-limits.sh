@@ -97,7 +97,8 @@ hog_case() {
 	expect_json 'd["limit"]["resource"]' '"memory"'
 	expect_json 'd["limit"]["max"]' 67108864
 	expect_json 'd["limit"]["killed"] >= 1' true
-	expect_json 'd["usage"]["memory_peak"] <= 67108864' true
+	# The kernel charges in per-CPU batches: the peak may pass the limit by a few pages.
+	expect_json 'd["usage"]["memory_peak"] <= 67108864 + (1 << 20)' true
 	expect_json 'd["usage"]["memory_peak"] >= 32 << 20' true
 }
 
@@ -188,7 +189,10 @@ t_fork_storm_shell() {
 	local m
 	need_cmd bash
 	m=$(marker storm-sh)
-	storm_case "$m" bash -c "i=0; while [ \$i -lt 3000 ]; do '$PROBE' sleep 60 '$m' & i=\$((i+1)); done; wait"
+	# Fork only, no exec (each child waits on a FIFO nobody opens, and dies with the
+	# sandbox): a storm that reaches the limit within the run's seconds even on an
+	# emulated CPU.
+	storm_case "$m" bash -c ": '$m'; mkfifo f; i=0; while [ \$i -lt 3000 ]; do (read -r x <f) & i=\$((i+1)); done; wait"
 	[ "$HOW_pids" = none ] && return
 	expect_json 'd["timed_out"]' true
 	expect_json 'd["exit_code"]' 124
