@@ -401,11 +401,10 @@ static void on_prepare(struct ward__loop *l, void *userdata)
 	/*
 	 * Not from a budget that is (nearly) spent: while it is being built its
 	 * command process does not exist yet, and a start admitted meanwhile
-	 * would find no room for its own. So room for two sandboxes: this one
-	 * and such a start. It is built once a process exits
-	 * (ward__proc_pool_kick).
+	 * would find no room for its own (ward__cgroup_admit says how much room
+	 * each asks). It is built once a process exits (ward__proc_pool_kick).
 	 */
-	if (ward__cgroup_admit(pool->cg_parent, 2, "", NULL) < 0)
+	if (ward__cgroup_admit(pool->cg_parent, 3, "", NULL) < 0)
 		return;
 	/* Resolved now, as a start would: its fingerprint is the slot's key from here on. */
 	r = ward_policy_copy(s->template, &p);

@@ -519,9 +519,9 @@ void ward__xs_handle_start(struct xconn *x, const struct ward__rpc_msg *m)
 					       s->cfg.connection_pids, &x->group, NULL);
 	}
 	spec.cg_parent = x->group.active ? &x->group : s->cfg.cg_total;
-	if (ward__cgroup_admit(x->group.active ? &x->group : NULL, 1, "this connection's", &e) <
+	if (ward__cgroup_admit(x->group.active ? &x->group : NULL, 2, "this connection's", &e) <
 		    0 ||
-	    ward__cgroup_admit(s->cfg.cg_total, 1, "the server's", &e) < 0) {
+	    ward__cgroup_admit(s->cfg.cg_total, 2, "the server's", &e) < 0) {
 		ward__xs_reply_error(x, &m->id, WARD_RPC_INVALID_REQUEST, "%s (%s)", e.message,
 				     e.hint);
 		goto fail;

@@ -219,11 +219,13 @@ WARD_INTERNAL int ward__cgroup_group_new(const struct ward__cgroup *parent, cons
  * Admission beneath a budget group: -EDQUOT, with err saying which total is
  * spent and how much is in use ("the connection's memory budget is spent:
  * ..."; whose is "the connection's", "the server's"), when what is in use
- * leaves no room for that many more sandboxes (a start asks for one; a
- * sandbox prepared ahead for two, itself and a start that may come while it
- * is being built, whose processes are not counted yet). The kernel enforces
- * the totals in any case; this refuses the start instead of letting it fail
- * inside.
+ * leaves no room for that many more sandboxes. Processes of sandboxes being
+ * built are not all counted yet (a sandbox prepared ahead forks its command
+ * process after its clone; a start's init forks the command after the
+ * start), so a start asks for room for two (itself and one being built
+ * meanwhile), and a sandbox prepared ahead for three (itself, a start, and
+ * that start's). The kernel enforces the totals in any case; this refuses
+ * the start instead of letting it fail inside.
  */
 WARD_INTERNAL int ward__cgroup_admit(const struct ward__cgroup *g, unsigned sandboxes,
 				     const char *whose, struct ward_error *err);

@@ -530,7 +530,7 @@ static int start_session(struct ward__sessions *s, const struct ward__exec_args 
 	spec.cols = a->cols;
 	spec.cg_parent = s->cg_parent;
 	/* A spent budget refuses the start: never another session's process killed to make room. */
-	r = ward__cgroup_admit(s->cg_parent, 1, "the server's", err);
+	r = ward__cgroup_admit(s->cg_parent, 2, "the server's", err);
 	if (r < 0)
 		goto fail;
 	r = ward__proc_start(s->loop, &spec, &ward__session_proc_ops, se, &se->proc, err);
