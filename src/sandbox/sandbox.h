@@ -61,9 +61,6 @@ struct ward__features {
 	bool seccomp_user_notif; /* SECCOMP_RET_USER_NOTIF + pidfd_getfd usable */
 	bool mount_api; /* open_tree/move_mount/mount_setattr */
 	bool pidfd;
-	bool cgroup2; /* a cgroup v2 hierarchy is mounted */
-	bool cgroup2_delegated; /* and our cgroup is writable by us */
-	char cgroup_path[256];
 };
 
 /*
