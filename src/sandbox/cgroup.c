@@ -431,12 +431,22 @@ size_t ward__cgroup_child_fds(const struct ward__cgroup *cg, int *fds, size_t ma
 
 	if (!cg->active)
 		return 0;
-	if (cg->v2_fd >= 0 && cg->v2_leave_fd >= 0 && n < max)
-		fds[n++] = cg->v2_leave_fd;
-	for (int c = 0; c < WARD_CG_N; c++) {
-		if (cg->v1_join_fd[c] >= 0 && n < max)
+	if (cg->v2_fd >= 0 && n + 3 <= max) {
+		fds[n++] = cg->v2_fd;
+		if (cg->v2_leave_fd >= 0)
+			fds[n++] = cg->v2_leave_fd;
+		if (cg->v2_parent_fd >= 0)
+			fds[n++] = cg->v2_parent_fd;
+	}
+	for (int c = 0; c < WARD_CG_N && n + 4 <= max; c++) {
+		if (cg->v1_fd[c] < 0)
+			continue;
+		fds[n++] = cg->v1_fd[c];
+		if (cg->v1_parent_fd[c] >= 0)
+			fds[n++] = cg->v1_parent_fd[c];
+		if (cg->v1_join_fd[c] >= 0)
 			fds[n++] = cg->v1_join_fd[c];
-		if (cg->v1_join_fd[c] >= 0 && cg->v1_leave_fd[c] >= 0 && n < max)
+		if (cg->v1_join_fd[c] >= 0 && cg->v1_leave_fd[c] >= 0)
 			fds[n++] = cg->v1_leave_fd[c];
 	}
 	if (cg->v1_oom_fd >= 0 && n < max)
@@ -466,6 +476,12 @@ void ward__cgroup_leave(const struct ward__cgroup *cg)
 	for (int c = 0; c < WARD_CG_N; c++)
 		if (cg->v1_leave_fd[c] >= 0)
 			(void)!write(cg->v1_leave_fd[c], "0", 1);
+	/* Empty now: the directories go (through the host's mount, which the fds lead to). */
+	if (cg->v2_fd >= 0 && cg->v2_parent_fd >= 0)
+		unlinkat(cg->v2_parent_fd, cg->name, AT_REMOVEDIR);
+	for (int c = 0; c < WARD_CG_N; c++)
+		if (cg->v1_parent_fd[c] >= 0)
+			unlinkat(cg->v1_parent_fd[c], cg->name, AT_REMOVEDIR);
 }
 
 int ward__cgroup_oom_fd(const struct ward__cgroup *cg)

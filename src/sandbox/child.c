@@ -124,13 +124,13 @@ static int cmp_int(const void *a, const void *b)
 static void close_inherited_fds(const struct ward__spawn_opts *o, int report_fd, int pty_sock,
 				int hold_fd, const struct ward__init_leases *leases)
 {
-	int keep[WARD_MAX_KEEP_FDS + 8 + WARD_GUARD_MAX_LEASES + 2 * WARD_CG_N + 2];
+	int keep[WARD_MAX_KEEP_FDS + 8 + WARD_GUARD_MAX_LEASES + WARD_CGROUP_CHILD_FDS];
 	size_t n = 0;
 	unsigned lo = 3;
 
 	/* init's way back out of the sandbox's cgroup, and the v1 OOM notification. */
 	if (o->sb_limits)
-		n += ward__cgroup_child_fds(&o->sb_limits->cg, keep, 2 * WARD_CG_N + 2);
+		n += ward__cgroup_child_fds(&o->sb_limits->cg, keep, WARD_CGROUP_CHILD_FDS);
 	keep[n++] = report_fd;
 	if (o->net_fd >= 0)
 		keep[n++] = o->net_fd;

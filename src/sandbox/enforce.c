@@ -156,7 +156,10 @@ void ward__sb_limits_collect(struct ward__sb_limits *sl, const struct ward__init
 		rep->cpu_system_us = iu->stime_us;
 		rep->max_rss = iu->maxrss_kb * 1024;
 	}
-	ward__cgroup_stats(&sl->cg, &s);
+	if (iu && iu->have_cg)
+		s = iu->cg;
+	else
+		ward__cgroup_stats(&sl->cg, &s);
 	if (s.have_cpu) {
 		/* The cgroup's count has what init could not reap itself (a group kill). */
 		rep->have_usage = true;
@@ -209,6 +212,12 @@ void ward__sb_limits_collect(struct ward__sb_limits *sl, const struct ward__init
 		rep->hit_peak = rep->have_pids_peak ? rep->pids_peak : 0;
 		rep->hit_count = s.pids_refused;
 	}
-	/* init left the cgroup before it reported: it is empty, unless init died inside. */
+	if (iu && iu->have_cg) {
+		/* init removes it, once out of it: ward lets go of its descriptors only. */
+		sl->cg.active = false;
+		ward__cgroup_release(&sl->cg);
+		return;
+	}
+	/* init died inside (a group OOM kill): its processes die with it; the cgroup goes after. */
 	ward__cgroup_bury(&sl->cg);
 }

@@ -98,6 +98,7 @@ static void handle_message(struct ward__sandbox *sb, const struct ward__msg_hdr 
 			sb->wait_status = s.wait_status;
 			sb->have_status = true;
 			s.usage.oom = (s.flags & WARD_STATUS_OOM) != 0;
+			s.usage.have_cg = (s.flags & WARD_STATUS_CGROUP) != 0;
 			((struct ward__sandbox_priv *)sb->priv)->usage = s.usage;
 			((struct ward__sandbox_priv *)sb->priv)->have_usage = true;
 			/* init's measure, for every run; a cgroup's counts refine it (limits_collect). */
@@ -356,6 +357,13 @@ void ward__sandbox_kill(struct ward__sandbox *sb)
 	if (!priv || priv->killed || sb->pidfd < 0)
 		return;
 	priv->killed = true;
+	/*
+	 * The end of a sandbox with a cgroup is cgroup.kill: every process in it
+	 * at once, race-free against forks (Linux 5.14; each pid listed on v1).
+	 * Not once init reported: it killed the rest and is leaving the cgroup.
+	 */
+	if (!sb->have_status && priv->limits && priv->limits->cg.active)
+		ward__cgroup_kill(&priv->limits->cg);
 	if (!sb->isolated)
 		ward__kill_tree(sb->pid);
 	/* Killing PID 1 of the pid namespace kills every process in it (pid_namespaces(7)). */

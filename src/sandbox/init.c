@@ -713,12 +713,31 @@ _noreturn_ static void init_run(const struct ward__spawn_opts *o, int report_fd,
 			m.usage.maxrss_kb = (uint64_t)ru.ru_maxrss;
 		}
 		/*
-		 * Out of the sandbox's cgroup before the last word: once ward reads
-		 * it, the cgroup is empty and goes at once.
+		 * What the cgroup counted goes with the status: ward reads nothing
+		 * and waits for nothing more (init leaves and removes the cgroup
+		 * after its last word, see ward__cgroup_leave()).
 		 */
-		if (o->sb_limits)
-			ward__cgroup_leave(&o->sb_limits->cg);
+		if (o->sb_limits && o->sb_limits->cg.active) {
+			ward__cgroup_stats(&o->sb_limits->cg, &m.usage.cg);
+			m.flags |= WARD_STATUS_CGROUP;
+			/*
+			 * ward may exit the moment it reads the status (ward run): the
+			 * parent-death signal must not cut the removal short, or the
+			 * cgroup would outlive everything. Armed again right after.
+			 */
+			prctl(PR_SET_PDEATHSIG, 0);
+		}
 		ward__report(report_fd, WARD_MSG_STATUS, &m, sizeof(m));
+		if (m.flags & WARD_STATUS_CGROUP) {
+			struct pollfd pfd = {.fd = report_fd, .events = POLLOUT};
+
+			ward__cgroup_leave(&o->sb_limits->cg);
+			prctl(PR_SET_PDEATHSIG, isolated ? SIGKILL : WARD_SIG_PARENT_DIED);
+			/* ward went meanwhile (its end of the reports is closed): nothing to wait for. */
+			if (poll(&pfd, 1, 0) > 0 && (pfd.revents & (POLLERR | POLLHUP)))
+				_exit(WIFEXITED(status) ? WEXITSTATUS(status)
+							: 128 + WTERMSIG(status));
+		}
 	}
 	if (have_sup)
 		ward__supervisor_release(&sup);

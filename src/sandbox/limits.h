@@ -234,9 +234,11 @@ WARD_INTERNAL int ward__cgroup_current(const struct ward__cgroup *cg, uint64_t *
 				       uint64_t *ret_pids);
 /*
  * The descriptors the sandbox's first process must keep across its start
- * (the v1 join files and the leave files of the subtree); returns how many
- * were written to fds (at most max).
+ * (the v1 join files, the cgroup's directories and their parents, the
+ * leave files of the subtree); returns how many were written to fds (at
+ * most max, WARD_CGROUP_CHILD_FDS is enough).
  */
+#define WARD_CGROUP_CHILD_FDS (4 * WARD_CG_N + 4)
 WARD_INTERNAL size_t ward__cgroup_child_fds(const struct ward__cgroup *cg, int *fds, size_t max);
 /*
  * In the sandbox's first process, before anything else: joins the v1
@@ -245,10 +247,12 @@ WARD_INTERNAL size_t ward__cgroup_child_fds(const struct ward__cgroup *cg, int *
  */
 WARD_INTERNAL int ward__cgroup_enter(const struct ward__cgroup *cg);
 /*
- * In the sandbox's init, once every other process of it is dead and reaped:
- * moves init back to ward's own cgroups, so that the sandbox's cgroup is
- * empty when init reports (and can be removed without waiting for init's
- * exit). Async-signal-safe; failures are ignored (removal then waits).
+ * In the sandbox's init, once every other process of it is dead and reaped
+ * and it has reported (with ward__cgroup_stats() read first): moves init
+ * back to ward's own cgroups and removes the sandbox's. Off ward's way: a
+ * migration waits for an RCU grace period (the cgroup threadgroup lock),
+ * milliseconds that ward, returning the status, need not wait for. Failures
+ * are ignored (ward's handle buries what is left).
  */
 WARD_INTERNAL void ward__cgroup_leave(const struct ward__cgroup *cg);
 /*
@@ -325,6 +329,9 @@ struct ward__init_usage {
 	uint64_t utime_us, stime_us;
 	uint64_t maxrss_kb; /* the largest single process */
 	bool oom; /* init killed the sandbox on its v1 OOM notification */
+	/* What the cgroup counted, read by init before it removed it (have_cg). */
+	bool have_cg;
+	struct ward__cg_stats cg;
 };
 
 /* The resources a sandbox reports on: the cgroup ones, then the rlimits. */
@@ -399,9 +406,10 @@ WARD_INTERNAL void ward__sb_limits_describe(const struct ward__sb_limits *sl,
 /*
  * Once the command is over (init reported, or died): the cgroup's events and
  * usage and init's measure (iu, NULL when init did not report) into rep,
- * and which limit was hit. Then the cgroup is removed when it is empty
- * (init left it before reporting), else buried (ward__cgroup_bury).
- * Idempotent.
+ * and which limit was hit. When init reported, it read the cgroup's counts
+ * itself and removes the cgroup (ward__cgroup_leave): ward only forgets it.
+ * When init died first (a group OOM kill), ward reads the counts and buries
+ * the cgroup (ward__cgroup_bury). Idempotent.
  */
 WARD_INTERNAL void ward__sb_limits_collect(struct ward__sb_limits *sl,
 					   const struct ward__init_usage *iu,

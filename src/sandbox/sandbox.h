@@ -204,6 +204,8 @@ struct ward__msg_status {
  * already dead of init's kill.
  */
 #define WARD_STATUS_OOM 1u
+/* usage.cg holds the cgroup's counts, and init removes the cgroup (ward need not). */
+#define WARD_STATUS_CGROUP 2u
 
 struct ward__msg_ready {
 	int32_t pid; /* the command's pid inside */
