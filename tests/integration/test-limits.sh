@@ -218,12 +218,12 @@ t_make_under_pids() {
 	need_cmd make
 	{
 		printf 'all:'
-		for i in $(seq 1 200); do printf ' t%d' "$i"; done
-		printf '\n\nt%%:\n\t@sleep 0.05; touch $@\n'
+		for i in $(seq 1 128); do printf ' t%d' "$i"; done
+		printf '\n\nt%%:\n\t@sleep 0.02; touch $@\n'
 	} >"$WS/Makefile"
-	wj --pids 256 --timeout 60 -- make -j64 -s
+	wj --pids 256 --timeout 120 -- make -j64 -s
 	expect_rc 0
-	[ "$(find "$WS" -name 't[0-9]*' | wc -l)" = 200 ] || fail "make did not build the 200 targets"
+	[ "$(find "$WS" -name 't[0-9]*' | wc -l)" = 128 ] || fail "make did not build the 128 targets"
 	[ "$HOW_pids" = none ] && return
 	expect_json 'd["signal"]' null
 	rm -f "$WS"/t[0-9]*

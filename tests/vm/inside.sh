@@ -20,6 +20,8 @@ TOP=$PWD
 BIN=$TOP/bin
 export LD_LIBRARY_PATH=$TOP/lib
 export WARD=$BIN/ward PROBE=$BIN/probe WARD_SRC=$TOP WARD_MUST_WORK=1
+# An emulated CPU is 5-10x slower than the host's, more when the host is busy.
+export WARD_TEST_TIMEOUT=150
 chmod -R a+rX "$TOP"
 passed=0 failed=0
 
@@ -57,6 +59,7 @@ tap() {
 as_tester() {
 	runuser -u tester -- env XDG_RUNTIME_DIR=/run/user/1000 LD_LIBRARY_PATH="$LD_LIBRARY_PATH" \
 		WARD="$WARD" PROBE="$PROBE" WARD_SRC="$WARD_SRC" WARD_MUST_WORK=1 \
+		WARD_TEST_TIMEOUT="$WARD_TEST_TIMEOUT" \
 		PATH=/usr/local/bin:/usr/bin:/bin "$@"
 }
 doctor_is() { # doctor_is PYTHON-CONDITION (on d, ward doctor --json)
