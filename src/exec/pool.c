@@ -57,13 +57,19 @@
 /*
  * Sandboxes a slot keeps ready: two, so that back-to-back starts never wait.
  * A start takes one, and the other is there for the next start however soon
- * it comes; the one taken is replaced at once (from the loop, after the
- * start's reply), while the taken one's command runs. With one alone, a
- * start right after a short command's end found the replacement still being
- * built (a few milliseconds of namespaces and mounts) and started cold: every
- * other start, 1.87x the client's own spawn on average.
+ * it comes. With one alone, a start right after a short command's end found
+ * the replacement still being built (a few milliseconds of namespaces and
+ * mounts) and started cold: every other start.
  */
 #define POOL_DEPTH WARD_POOL_DEPTH
+/*
+ * When the replacement is built: once the process that took a sandbox has
+ * closed (ward__proc_pool_kick, after its end went to the client), or after
+ * this long if it runs on. Building it (the policy resolved again, the
+ * clone) is work of the server's loop: while the command runs, it would
+ * answer that command's end late by as much.
+ */
+#define POOL_PREPARE_DELAY_MS 50
 /* Consecutive preparations that failed before the pool stops preparing. */
 #define POOL_MAX_FAILURES 3
 
@@ -280,7 +286,7 @@ static void slot_free(struct slot *s)
 	free(s);
 }
 
-static void schedule_prepare(struct slot *s);
+static void schedule_prepare(struct slot *s, uint64_t delay_ms);
 
 static void prepare_failed(struct prep *pr)
 {
@@ -366,7 +372,7 @@ static void on_report(struct ward__loop *l, int fd, uint32_t events, void *userd
 	pr->ready = true;
 	s->pool->failures = 0;
 	/* One ready: the next one is built now, so that two are (POOL_DEPTH). */
-	schedule_prepare(s);
+	schedule_prepare(s, 0);
 }
 
 static void on_dead(struct ward__loop *l, int fd, uint32_t events, void *userdata)
@@ -461,8 +467,8 @@ static void on_prepare(struct ward__loop *l, void *userdata)
 		arm_idle(s);
 }
 
-/* Prepares the slot's next sandbox from the loop (after the current event's work). */
-static void schedule_prepare(struct slot *s)
+/* Prepares the slot's next sandbox from the loop, after delay_ms (0: after the current event). */
+static void schedule_prepare(struct slot *s, uint64_t delay_ms)
 {
 	bool room = false;
 
@@ -470,7 +476,8 @@ static void schedule_prepare(struct slot *s)
 		room |= !s->preps[i].have_sb;
 	if (s->pool->disabled || !room || s->prepare_timer)
 		return;
-	ward__loop_add_timer(s->pool->loop, 0, on_prepare, s, &s->prepare_timer);
+	ward__loop_add_timer(s->pool->loop, delay_ms ? ward__now_ns() + delay_ms * 1000000 : 0,
+			     on_prepare, s, &s->prepare_timer);
 }
 
 /* ------------------------------------------------------------ the pool */
@@ -520,8 +527,13 @@ void ward__proc_pool_kick(struct ward__proc_pool *pool)
 {
 	if (!pool || pool->disabled)
 		return;
-	for (struct slot *s = pool->slots; s; s = s->next)
-		schedule_prepare(s);
+	for (struct slot *s = pool->slots; s; s = s->next) {
+		if (s->prepare_timer) {
+			ward__loop_del_timer(pool->loop, s->prepare_timer);
+			s->prepare_timer = 0;
+		}
+		schedule_prepare(s, 0);
+	}
 }
 
 void ward__proc_pool_flush(struct ward__proc_pool *pool)
@@ -626,8 +638,11 @@ int ward__proc_pool_take(struct ward__proc_pool *pool, const struct ward_policy 
 		r = 1;
 	}
 	arm_idle(s);
-	/* The one taken (or missing) is replaced at once, from the loop: see POOL_DEPTH. */
-	schedule_prepare(s);
+	/*
+	 * The one taken is replaced once its process closed, or a little later
+	 * (POOL_PREPARE_DELAY_MS); after a cold start, at once.
+	 */
+	schedule_prepare(s, r ? POOL_PREPARE_DELAY_MS : 0);
 	return r;
 }
 

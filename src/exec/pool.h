@@ -37,7 +37,7 @@ WARD_INTERNAL int ward__proc_pool_new(struct ward__loop *l, struct ward__proc_po
 WARD_INTERNAL void ward__proc_pool_free(struct ward__proc_pool *pool);
 WARD_INTERNAL struct ward__proc_pool *ward__proc_pool_ref(struct ward__proc_pool *pool);
 WARD_INTERNAL void ward__proc_pool_unref(struct ward__proc_pool *pool);
-/* A proc started with the pool exited: the next sandbox may be built now. */
+/* A proc started with the pool closed: the next sandbox may be built now. */
 WARD_INTERNAL void ward__proc_pool_kick(struct ward__proc_pool *pool);
 /* Throws every prepared sandbox away (the owner changes hands). Accepts NULL. */
 WARD_INTERNAL void ward__proc_pool_flush(struct ward__proc_pool *pool);
@@ -46,7 +46,9 @@ WARD_INTERNAL void ward__proc_pool_flush(struct ward__proc_pool *pool);
  * (resolved), tty and observe_fs is ready; 0 otherwise. The pool's
  * sandboxes are made beneath cg_parent (a budget group, or NULL); another
  * one than before throws the prepared ones away. Either way the pool
- * prepares the next one for them at once, from the loop.
+ * prepares the next one for them, from the loop: at once after a cold start,
+ * once the process closed (ward__proc_pool_kick) or a little while after its
+ * start, whichever comes first.
  */
 WARD_INTERNAL int ward__proc_pool_take(struct ward__proc_pool *pool, const struct ward_policy *p,
 				       bool tty, bool observe_fs,

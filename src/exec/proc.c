@@ -246,12 +246,21 @@ static void maybe_closed(struct ward__proc *p)
 {
 	if (p->closed || !p->exited || p->out_fd[0] >= 0 || p->out_fd[1] >= 0)
 		return;
+	struct ward__proc_pool *pool = p->pool ? ward__proc_pool_ref(p->pool) : NULL;
+
 	p->closed = true;
 	maybe_release(p);
 	ward__loop_del_timer(p->loop, p->drain_timer);
 	p->drain_timer = 0;
 	if (p->ops.closed)
 		p->ops.closed(p, p->userdata);
+	/*
+	 * The pool builds the next sandbox now that the client has this one's
+	 * end: not while the command ran (the loop would answer its end late by
+	 * as much), and the other one kept ready serves a start coming at once.
+	 */
+	ward__proc_pool_kick(pool);
+	ward__proc_pool_unref(pool);
 }
 
 static void on_drain_deadline(struct ward__loop *l, void *userdata)
@@ -324,7 +333,6 @@ static void mark_exited(struct ward__proc *p)
 	p->exited = true;
 	p->end_ns = ward__now_ns();
 	p->exit_code = compute_exit_code(p);
-	ward__proc_pool_kick(p->pool);
 	ward__loop_del_timer(p->loop, p->timeout_timer);
 	p->timeout_timer = 0;
 	/* Nothing reads stdin any more. */
