@@ -498,10 +498,6 @@ void ward__xs_handle_start(struct xconn *x, const struct ward__rpc_msg *m)
 	spec.timeout_ms = (uint64_t)timeout;
 	spec.pool = se->pool;
 	/*
-	 * In the connection's budget (within the server's). A spent one refuses
-	 * the start: never another client's process killed to make room.
-	 */
-	/*
 	 * The connection's total, beneath the server's: what its processes use
 	 * together, whichever session they run in. Made with its first process
 	 * (a connection that never starts one costs no cgroup). Without a cgroup
@@ -519,9 +515,11 @@ void ward__xs_handle_start(struct xconn *x, const struct ward__rpc_msg *m)
 					       s->cfg.connection_pids, &x->group, NULL);
 	}
 	spec.cg_parent = x->group.active ? &x->group : s->cfg.cg_total;
-	if (ward__cgroup_admit(x->group.active ? &x->group : NULL, 2, "this connection's", &e) <
-		    0 ||
-	    ward__cgroup_admit(s->cfg.cg_total, 2, "the server's", &e) < 0) {
+	/* A spent budget refuses the start: never another client's process killed to make room. */
+	r = ward__cgroup_admit(x->group.active ? &x->group : NULL, 2, "this connection's", &e);
+	if (r >= 0)
+		r = ward__cgroup_admit(s->cfg.cg_total, 2, "the server's", &e);
+	if (r < 0) {
 		ward__xs_reply_error(x, &m->id, WARD_RPC_INVALID_REQUEST, "%s (%s)", e.message,
 				     e.hint);
 		goto fail;
