@@ -52,15 +52,16 @@ doctor_limits() {
 [ -n "$PY" ] && doctor_limits
 echo "# this host, this user: memory ${HOW_memory:-?}, pids ${HOW_pids:-?}, cpu ${HOW_cpu:-?}"
 
-# No cgroup of a ward that has exited may outlive it (a ward still running, a server of
-# another case, keeps its own).
+# No cgroup of a ward of this user that has exited may outlive it (a ward still running, a
+# server of another case, keeps its own; what a ward killed with SIGKILL left, the next
+# ward that uses the same subtree removes, as the run before this check did).
 no_cgroups_left() {
 	local d pid left=""
 	while read -r d; do
 		pid=${d##*/ward-}
 		pid=${pid%%-*}
 		kill -0 "$pid" 2>/dev/null || left="$left $d"
-	done < <(find /sys/fs/cgroup -maxdepth 7 -type d -name 'ward-*' 2>/dev/null)
+	done < <(find /sys/fs/cgroup -maxdepth 7 -type d -name 'ward-*' -user "$(id -u)" 2>/dev/null)
 	[ -z "$left" ] || fail "cgroups left behind:$left"
 }
 
