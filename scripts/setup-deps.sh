@@ -15,7 +15,7 @@ set -euo pipefail
 # anyway so that a trimmed image is caught here, not halfway through the tests.
 packages=(
 	meson ninja-build pkg-config gcc libc6-dev clang libclang-rt-14-dev
-	libseccomp-dev libjansson-dev libssl-dev libwslay-dev libc-ares-dev
+	libseccomp-dev libjansson-dev libssl-dev libwslay-dev libc-ares-dev libsystemd-dev
 	git python3 python3-websockets bubblewrap time iproute2 coreutils util-linux bsdutils findutils
 	mawk procps apparmor
 	curl openssl python3-dnslib python3-pip

@@ -119,6 +119,19 @@ WARD_PUBLIC int ward_policy_set_exclude_slash_tmp(struct ward_policy *policy, bo
 WARD_PUBLIC int ward_policy_set_exclude_tmpdir_env_var(struct ward_policy *policy, bool exclude);
 /* Fail with -EPERM instead of falling back when namespaces are unavailable. */
 WARD_PUBLIC int ward_policy_set_require_isolation(struct ward_policy *policy, bool require);
+/*
+ * Sets one resource limit of the sandbox (docs/policy.md, "limits"), from its
+ * text as the command line takes it: "memory" ("2G": memory and as much swap,
+ * all processes together), "pids" ("512": processes and threads at once),
+ * "cpu" ("1.5": CPUs of bandwidth), or "rlimit-as", "rlimit-core",
+ * "rlimit-cpu", "rlimit-fsize", "rlimit-nofile" (per process). value NULL
+ * removes it. A value that makes no sense (0, "12XB", more CPUs than the host
+ * has) is refused with -EINVAL or -ERANGE and err says why; nothing changes.
+ */
+WARD_PUBLIC int ward_policy_set_limit(struct ward_policy *policy, const char *name,
+				      const char *value, struct ward_error *err);
+/* Fail with -EPERM instead of running when a limit asked for cannot be enforced on this host. */
+WARD_PUBLIC int ward_policy_set_require_limits(struct ward_policy *policy, bool require);
 
 /*
  * Merges a JSON policy (ward's own form or Codex's legacy SandboxPolicy, see

@@ -178,6 +178,8 @@ int ward__policy_copy(const struct ward_policy *src, struct ward_policy **ret)
 		ward_policy_free(p);
 		return r;
 	}
+	/* An approval widens what a command may touch, never how much of the host it may use. */
+	p->limits = src->limits;
 	*ret = p;
 	return 0;
 }
@@ -199,6 +201,8 @@ static int unsandboxed_policy(struct ward__approval_step *s, struct ward_error *
 		ward_policy_free(p);
 		return ward__error(err, r, "approval", "cannot prepare the unsandboxed run: %m");
 	}
+	/* Outside the sandbox's walls, still within its limits. */
+	p->limits = s->policy->limits;
 	r = ward_policy_resolve(p, err);
 	if (r < 0) {
 		ward_policy_free(p);

@@ -42,6 +42,8 @@ struct cli_run_args {
 	const char *stdin_path; /* --stdin FILE */
 	bool help;
 	bool version;
+	/* --memory/--pids/--cpu none: no limit, not even a server's default. */
+	bool limit_none[3];
 	int keep_fds[64];
 	size_t n_keep_fds;
 	/* Approvals (approve.c): on with --ask-for-approval or any of its companions. */
@@ -152,6 +154,25 @@ int cli_audit_log_option(const char *verb, const char *arg);
 /* Parses a server verb's arguments: no command, no run-only options but the environment ones. */
 int cli_parse_server_args(int argc, char **argv, const char *verb,
 			  const struct cli_extra_options *extra, struct cli_run_args *a);
+
+/*
+ * The limits of the servers (server-limits.c): a budget (a server's total, a
+ * connection's) from --total-memory and the like ("none": no total), the
+ * defaults every command and budget gets unless given, and the start-up:
+ * ward's cgroup subtree acquired, the server's budget group made, a warning
+ * (or with --require-limits, -1 after an error) for what the host cannot
+ * enforce.
+ */
+struct cli_budget {
+	uint64_t memory, pids; /* 0: no total */
+	bool memory_given, pids_given;
+};
+struct ward__cgroup;
+int cli_budget_option(struct cli_budget *b, const char *verb, const char *opt, const char *arg);
+void cli_budget_defaults(struct cli_budget *b, bool connection);
+void cli_server_limit_defaults(struct cli_run_args *a);
+int cli_server_limits_start(struct cli_run_args *a, const char *verb,
+			    const struct cli_budget *total, struct ward__cgroup *ret_group);
 
 int cli_run(int argc, char **argv);
 /*

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "sandbox/limits.h"
 #include "sandbox/sandbox.h"
 #include "ward-config.h"
 
@@ -18,8 +19,9 @@ static const char doctor_help[] =
 	"Usage: ward doctor [--json]\n"
 	"\n"
 	"Report the kernel features ward uses (user namespaces, Landlock, seccomp and\n"
-	"user notification, the mount API, pidfd, cgroup v2 delegation), the guarantees\n"
-	"'ward run' gives on this host, and a hint for each one missing.\n"
+	"user notification, the mount API, pidfd, cgroups for resource limits), the\n"
+	"guarantees 'ward run' gives on this host, how each resource limit is enforced\n"
+	"(cgroup-v2, cgroup-v1, rlimit or none), and a hint for each one missing.\n"
 	"Where AppArmor restricts user namespaces (Ubuntu 24.04+), it prints the exact\n"
 	"command that loads ward's profile.\n"
 	"Exit status: 0 full isolation, 1 only the Landlock+seccomp fallback, 125 usage.\n";
@@ -92,6 +94,9 @@ int cli_doctor(int argc, char **argv)
 {
 	const struct ward__features *f;
 	struct item items[9];
+	const struct ward__cg_base *lim;
+	const struct ward__cg_host *lh;
+	enum ward__enforce lim_how[WARD_CG_N];
 	size_t n = 0;
 	char aa_cmd[4 * PATH_MAX + 512] = "", aa_profile[PATH_MAX + 32] = "";
 	bool aa_ok = false, aa = false;
@@ -177,15 +182,38 @@ int cli_doctor(int argc, char **argv)
 	if (!f->pidfd)
 		items[n].hint = "Linux 5.3 or newer";
 	n++;
-	items[n] = (struct item){"cgroup v2 delegation", f->cgroup2_delegated, "", NULL};
-	snprintf(items[n].detail, sizeof(items[n].detail), "%s%s%s",
-		 !f->cgroup2			? "no cgroup v2 hierarchy"
-			 : f->cgroup2_delegated ? "delegated: "
-						: "not delegated: ",
-		 f->cgroup2 ? f->cgroup_path : "", "");
-	if (!f->cgroup2_delegated)
-		items[n].hint =
-			"not needed by 'ward run' today; for resource limits run ward under 'systemd-run --user --scope -p Delegate=yes'";
+	/*
+	 * Resource limits: ward's cgroup subtree is acquired for real (it may
+	 * put this process in a systemd scope of its own, which goes when it
+	 * exits): a limit is said to be enforced only once it could be.
+	 */
+	lim = ward__cg_base_get();
+	lh = ward__cg_host_get();
+	for (int c = 0; c < WARD_CG_N; c++) {
+		enum ward__enforce how = lim->how[c];
+
+		if (how == WARD_ENFORCE_NONE && c == WARD_CG_PIDS && (f->userns) &&
+		    ward__rlimits_nproc_per_userns())
+			how = WARD_ENFORCE_RLIMIT;
+		lim_how[c] = how;
+	}
+	items[n] = (struct item){"resource limits",
+				 lim_how[WARD_CG_MEMORY] != WARD_ENFORCE_NONE &&
+					 lim_how[WARD_CG_PIDS] != WARD_ENFORCE_NONE &&
+					 lim_how[WARD_CG_CPU] != WARD_ENFORCE_NONE,
+				 "", NULL};
+	snprintf(items[n].detail, sizeof(items[n].detail),
+		 "memory %s, pids %s, cpu %s (cgroups: %s%s%s)",
+		 ward__enforce_name(lim_how[WARD_CG_MEMORY]),
+		 ward__enforce_name(lim_how[WARD_CG_PIDS]),
+		 ward__enforce_name(lim_how[WARD_CG_CPU]), ward__cg_layout_name(lh->layout),
+		 lim->scope[0] ? "; delegated by systemd as " : "", lim->scope);
+	if (!items[n].ok)
+		items[n].hint = lh->layout == WARD_CG_LAYOUT_UNIFIED
+			? "run ward under systemd (a user manager delegating memory, pids, cpu), or in a cgroup delegated to it alone ('systemd-run --user --scope -p Delegate=yes ward ...')"
+			: lh->layout != WARD_CG_LAYOUT_NONE
+			? "cgroup v1 controllers are root's: run ward as root, or boot with cgroup v2 (systemd.unified_cgroup_hierarchy=1)"
+			: "mount cgroup v2 (/sys/fs/cgroup) with the memory, pids and cpu controllers";
 	n++;
 
 	/*
@@ -250,6 +278,20 @@ int cli_doctor(int argc, char **argv)
 		for (char *t = strtok_r(missing, ";", &save); t; t = strtok_r(NULL, ";", &save))
 			json_array_append_new(miss, json_string(t[0] == ' ' ? t + 1 : t));
 		json_object_set_new(o, "missing_guarantees", miss);
+		{
+			json_t *l = json_object();
+
+			json_object_set_new(l, "cgroups",
+					    json_string(ward__cg_layout_name(lh->layout)));
+			for (int c = 0; c < WARD_CG_N; c++)
+				json_object_set_new(l, ward__cg_ctrl_name(c),
+						    json_string(ward__enforce_name(lim_how[c])));
+			json_object_set_new(l, "scope",
+					    lim->scope[0] ? json_string(lim->scope) : json_null());
+			json_object_set_new(l, "why",
+					    lim->why[0] ? json_string(lim->why) : json_null());
+			json_object_set_new(o, "limits", l);
+		}
 		s = json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
 		json_decref(o);
 		if (s)
@@ -292,6 +334,17 @@ int cli_doctor(int argc, char **argv)
 			       f->landlock_abi, missing);
 		else
 			printf("  nothing: without user namespaces and Landlock, 'ward run' refuses to run (exit 125)\n");
+		printf("\nresource limits here (--memory, --pids, --cpu; ward mcp and ward serve by default):\n");
+		for (int c = 0; c < WARD_CG_N; c++)
+			printf("  %-7s %s%s\n", ward__cg_ctrl_name(c),
+			       ward__enforce_name(lim_how[c]),
+			       lim_how[c] == WARD_ENFORCE_RLIMIT
+				       ? " (RLIMIT_NPROC in the sandbox's user namespace: per sandbox)"
+				       : lim_how[c] == WARD_ENFORCE_NONE ? " (not enforced)"
+									 : "");
+		if (lim->why[0])
+			printf("  why not everything: %s\n", lim->why);
+		printf("  per process always: --rlimit as, core, cpu, fsize, nofile\n");
 	}
 	ward_policy_free(p);
 	return f->userns || f->rootns ? 0 : 1;

@@ -15,6 +15,7 @@
 #include "changes/changes.h"
 #include "cli/cli.h"
 #include "mcp/mcp.h"
+#include "sandbox/limits.h"
 #include "session/session.h"
 
 static const char mcp_help[] =
@@ -48,6 +49,16 @@ static const char mcp_help[] =
 	"      --exclude-slash-tmp      do not make /tmp writable\n"
 	"      --exclude-tmpdir-env-var do not make $TMPDIR writable\n"
 	"      --require-isolation      refuse to run commands without namespaces\n"
+	"\n"
+	"Limits (docs/ward-mcp.1, LIMITS; NONE lifts one):\n"
+	"      --memory SIZE|none       each command's memory with swap (default: half of the\n"
+	"                               host's); killed whole beyond it\n"
+	"      --pids N|none            each command's processes at once (default 4096)\n"
+	"      --cpu N                  each command's CPUs of bandwidth (default none)\n"
+	"      --rlimit NAME=VALUE      a per-process rlimit (as, core, cpu, fsize, nofile)\n"
+	"      --total-memory SIZE|none all commands together (default: 3/4 of the host's)\n"
+	"      --total-pids N|none      all commands' processes together (default 16384)\n"
+	"      --require-limits         refuse to start where a limit cannot be enforced\n"
 	"\n"
 	"Environment of the commands (besides NO_COLOR=1, TERM=dumb on pipes, PAGER=cat,\n"
 	"GIT_PAGER=cat, LANG/LC_ALL=C.UTF-8, which --env-set overrides):\n"
@@ -102,6 +113,8 @@ enum {
 	OPT_RECORD,
 	OPT_HOLD,
 	OPT_KEEP_IGNORED,
+	OPT_TOTAL_MEMORY,
+	OPT_TOTAL_PIDS,
 };
 
 static const struct option mcp_options[] = {
@@ -113,6 +126,8 @@ static const struct option mcp_options[] = {
 	{"record", required_argument, NULL, OPT_RECORD},
 	{"hold", no_argument, NULL, OPT_HOLD},
 	{"keep-ignored", no_argument, NULL, OPT_KEEP_IGNORED},
+	{"total-memory", required_argument, NULL, OPT_TOTAL_MEMORY},
+	{"total-pids", required_argument, NULL, OPT_TOTAL_PIDS},
 	{0},
 };
 
@@ -123,6 +138,7 @@ struct mcp_args {
 	bool no_login_snapshot;
 	const char *audit_log;
 	bool no_record, hold, keep_ignored;
+	struct cli_budget total;
 };
 
 static int handle_option(int c, const char *arg, void *userdata)
@@ -173,6 +189,10 @@ static int handle_option(int c, const char *arg, void *userdata)
 	case OPT_KEEP_IGNORED:
 		m->keep_ignored = true;
 		return 0;
+	case OPT_TOTAL_MEMORY:
+		return cli_budget_option(&m->total, "mcp", "--total-memory", arg);
+	case OPT_TOTAL_PIDS:
+		return cli_budget_option(&m->total, "mcp", "--total-pids", arg);
 	default:
 		return -1;
 	}
@@ -186,6 +206,7 @@ int cli_mcp(int argc, char **argv)
 	struct cli_run_args a;
 	struct ward__mcp_config cfg = {0};
 	struct ward__changes_cfg changes = {0};
+	struct ward__cgroup group;
 	struct ward_error err = {0};
 	_cleanup_free_ char *audit_path = NULL, *audit_dir = NULL;
 	int r;
@@ -230,19 +251,6 @@ int cli_mcp(int argc, char **argv)
 			return WARD_EXIT_FAILURE;
 		}
 	}
-	/* A client that goes away must not kill ward before it has killed every session. */
-	signal(SIGPIPE, SIG_IGN);
-	ward__sigpipe_ignored();
-	/* Each session holds a handful of descriptors (pipes or a pty, its sandbox's pidfd...). */
-	cli_raise_nofile();
-	cfg.policy = a.policy;
-	cfg.env = a.opts;
-	cfg.max_sessions = m.max_sessions;
-	cfg.shell = m.shell;
-	cfg.login = m.login;
-	cfg.no_login_snapshot = m.no_login_snapshot;
-	cfg.approver = ap;
-	cfg.audit_path = audit_path;
 	if (m.hold && m.no_record) {
 		cli_errorf("mcp: --hold needs the journal: it cannot go with --record off");
 		ward_approver_free(ap);
@@ -268,7 +276,31 @@ int cli_mcp(int argc, char **argv)
 			cfg.hold = m.hold;
 		}
 	}
+	/* Every command limited by default, all of them within the server's total (server-limits.c). */
+	cli_server_limit_defaults(&a);
+	cli_budget_defaults(&m.total, false);
+	if (cli_server_limits_start(&a, "mcp", &m.total, &group) < 0) {
+		ward__changes_cfg_release(&changes);
+		ward_approver_free(ap);
+		cli_run_args_release(&a);
+		return WARD_EXIT_FAILURE;
+	}
+	/* A client that goes away must not kill ward before it has killed every session. */
+	signal(SIGPIPE, SIG_IGN);
+	ward__sigpipe_ignored();
+	/* Each session holds a handful of descriptors (pipes or a pty, its sandbox's pidfd...). */
+	cli_raise_nofile();
+	cfg.policy = a.policy;
+	cfg.env = a.opts;
+	cfg.max_sessions = m.max_sessions;
+	cfg.shell = m.shell;
+	cfg.login = m.login;
+	cfg.no_login_snapshot = m.no_login_snapshot;
+	cfg.approver = ap;
+	cfg.audit_path = audit_path;
+	cfg.cg_parent = &group;
 	r = ward__mcp_serve(&cfg, STDIN_FILENO, STDOUT_FILENO, &err);
+	ward__cgroup_bury(&group);
 	ward__changes_cfg_release(&changes);
 	ward_approver_free(ap);
 	cli_run_args_release(&a);

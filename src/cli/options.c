@@ -65,6 +65,11 @@ enum {
 	OPT_EXCLUDE_SLASH_TMP,
 	OPT_EXCLUDE_TMPDIR,
 	OPT_REQUIRE_ISOLATION,
+	OPT_MEMORY,
+	OPT_PIDS,
+	OPT_CPU,
+	OPT_RLIMIT,
+	OPT_REQUIRE_LIMITS,
 	OPT_KEEP_FD,
 	OPT_VERSION,
 	OPT_TIMEOUT,
@@ -109,6 +114,11 @@ static const struct option run_options[] = {
 	{"exclude-slash-tmp", no_argument, NULL, OPT_EXCLUDE_SLASH_TMP},
 	{"exclude-tmpdir-env-var", no_argument, NULL, OPT_EXCLUDE_TMPDIR},
 	{"require-isolation", no_argument, NULL, OPT_REQUIRE_ISOLATION},
+	{"memory", required_argument, NULL, OPT_MEMORY},
+	{"pids", required_argument, NULL, OPT_PIDS},
+	{"cpu", required_argument, NULL, OPT_CPU},
+	{"rlimit", required_argument, NULL, OPT_RLIMIT},
+	{"require-limits", no_argument, NULL, OPT_REQUIRE_LIMITS},
 	{"help", no_argument, NULL, 'h'},
 	{"version", no_argument, NULL, OPT_VERSION},
 	/* Run-only options from here on. */
@@ -343,6 +353,45 @@ static int parse_args(int argc, char **argv, const char *verb, bool allow_run_op
 			break;
 		case OPT_REQUIRE_ISOLATION:
 			ward_policy_set_require_isolation(a->policy, true);
+			break;
+		case OPT_MEMORY:
+		case OPT_PIDS:
+		case OPT_CPU: {
+			static const char *const names[] = {"memory", "pids", "cpu"};
+			int i = c - OPT_MEMORY;
+			char label[16];
+
+			/* "none": no limit of ward's own (a server's default), stated as such. */
+			if (strcmp(optarg, "none") == 0) {
+				a->limit_none[i] = true;
+				ward_policy_set_limit(a->policy, names[i], NULL, NULL);
+				break;
+			}
+			snprintf(label, sizeof(label), "--%s", names[i]);
+			r = c == OPT_MEMORY
+				? ward__limits_parse_memory(optarg, label,
+							    &a->policy->limits.memory, &err)
+				: c == OPT_PIDS
+				? ward__limits_parse_pids(optarg, label, &a->policy->limits.pids,
+							  &err)
+				: ward__limits_parse_cpu(optarg, label,
+							 &a->policy->limits.cpu_milli, &err);
+			if (r < 0) {
+				cli_errorf("%s: %s", verb, err.message);
+				return -1;
+			}
+			a->limit_none[i] = false;
+			break;
+		}
+		case OPT_RLIMIT:
+			r = ward__limits_parse_rlimit(optarg, "--rlimit", &a->policy->limits, &err);
+			if (r < 0) {
+				cli_errorf("%s: %s", verb, err.message);
+				return -1;
+			}
+			break;
+		case OPT_REQUIRE_LIMITS:
+			ward_policy_set_require_limits(a->policy, true);
 			break;
 		case OPT_KEEP_FD: {
 			uint64_t fd;

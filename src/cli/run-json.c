@@ -117,6 +117,8 @@ int cli_run_capture(struct cli_run_args *a, struct ward_policy *policy,
 	}
 	if (res->fallback_missing[0] && policy->mode != WARD_MODE_DANGER_FULL_ACCESS)
 		fallback_warning(res);
+	if (res->limits.missing[0])
+		fprintf(stderr, "ward: warning: %s\n", res->limits.missing);
 	*ret_result = res;
 	return 0;
 }

@@ -280,6 +280,9 @@ int cli_run_plain(struct cli_run_args *a, struct ward_policy *policy, struct cli
 			return WARD_EXIT_FAILURE;
 		}
 	}
+	/* Never a limit implied that is not enforced (--require-limits refused it already). */
+	if (sb.limits.missing[0])
+		fprintf(stderr, "ward: warning: %s\n", sb.limits.missing);
 
 	if (a->have_timeout) {
 		struct itimerspec its = {

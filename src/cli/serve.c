@@ -22,6 +22,7 @@
 #include "changes/changes.h"
 #include "cli/cli.h"
 #include "execserver/execserver.h"
+#include "sandbox/limits.h"
 #include "transport/transport.h"
 
 static const char serve_help[] =
@@ -71,6 +72,19 @@ static const char serve_help[] =
 	"                               (process/start's \"hold\" does it for one process)\n"
 	"      --keep-ignored           also keep what changes replace in ignored or\n"
 	"                               generated trees (node_modules, build, ...)\n"
+	"Limits (docs/ward-serve.1, LIMITS; NONE lifts one; a request's 'limits' overrides\n"
+	"the per-process ones):\n"
+	"      --memory SIZE|none       each process's memory with swap (default: half of the\n"
+	"                               host's); killed whole beyond it\n"
+	"      --pids N|none            each process's processes at once (default 4096)\n"
+	"      --cpu N                  each process's CPUs of bandwidth (default none)\n"
+	"      --rlimit NAME=VALUE      a per-process rlimit (as, core, cpu, fsize, nofile)\n"
+	"      --connection-memory SIZE|none  a connection's processes together (default:\n"
+	"                               half of the host's)\n"
+	"      --connection-pids N|none a connection's processes at once (default 8192)\n"
+	"      --total-memory SIZE|none the server's processes together (default: 3/4)\n"
+	"      --total-pids N|none      the server's processes at once (default 16384)\n"
+	"      --require-limits         refuse to start where a limit cannot be enforced\n"
 	"\n"
 	"Policy of processes whose request has no sandbox (as for 'ward run'):\n"
 	"  -s, --sandbox MODE, -C DIR, -w PATH, --protect PATH, --unprotect PATH,\n"
@@ -101,6 +115,10 @@ enum {
 	OPT_RECORD,
 	OPT_HOLD,
 	OPT_KEEP_IGNORED,
+	OPT_TOTAL_MEMORY,
+	OPT_TOTAL_PIDS,
+	OPT_CONNECTION_MEMORY,
+	OPT_CONNECTION_PIDS,
 };
 
 static const struct option serve_options[] = {
@@ -120,6 +138,10 @@ static const struct option serve_options[] = {
 	{"record", required_argument, NULL, OPT_RECORD},
 	{"hold", no_argument, NULL, OPT_HOLD},
 	{"keep-ignored", no_argument, NULL, OPT_KEEP_IGNORED},
+	{"total-memory", required_argument, NULL, OPT_TOTAL_MEMORY},
+	{"total-pids", required_argument, NULL, OPT_TOTAL_PIDS},
+	{"connection-memory", required_argument, NULL, OPT_CONNECTION_MEMORY},
+	{"connection-pids", required_argument, NULL, OPT_CONNECTION_PIDS},
 	{0},
 };
 
@@ -136,6 +158,7 @@ struct serve_args {
 	uint64_t session_ttl_ms, exited_ttl_ms;
 	const char *audit_log; /* NULL: the default; "none": no log */
 	bool no_record, hold, keep_ignored;
+	struct cli_budget total, connection;
 };
 
 static int number(const char *opt, const char *arg, uint64_t lo, uint64_t hi, bool size,
@@ -205,6 +228,14 @@ static int handle_option(int c, const char *arg, void *userdata)
 	case OPT_KEEP_IGNORED:
 		a->keep_ignored = true;
 		return 0;
+	case OPT_TOTAL_MEMORY:
+		return cli_budget_option(&a->total, "serve", "--total-memory", arg);
+	case OPT_TOTAL_PIDS:
+		return cli_budget_option(&a->total, "serve", "--total-pids", arg);
+	case OPT_CONNECTION_MEMORY:
+		return cli_budget_option(&a->connection, "serve", "--connection-memory", arg);
+	case OPT_CONNECTION_PIDS:
+		return cli_budget_option(&a->connection, "serve", "--connection-pids", arg);
 	case OPT_SESSION_TTL:
 	case OPT_EXITED_TTL: {
 		uint64_t ms;
@@ -362,7 +393,8 @@ int cli_serve(int argc, char **argv)
 	struct ward_error err = {0};
 	_cleanup_free_ char *token = NULL, *token_path = NULL, *audit_path = NULL,
 			    *audit_dir = NULL;
-	bool need_token = false, has_stdio = false, remote = false;
+	bool need_token = false, has_stdio = false, remote = false, have_total = false;
+	struct ward__cgroup total;
 	int r, code = WARD_EXIT_FAILURE;
 
 	if (cli_parse_server_args(argc, argv, "serve", &extra, &a) < 0)
@@ -421,6 +453,13 @@ int cli_serve(int argc, char **argv)
 		cli_report_error(&err);
 		goto out;
 	}
+	/* Every process limited by default, within its connection's total and the server's. */
+	cli_server_limit_defaults(&a);
+	cli_budget_defaults(&s.total, false);
+	cli_budget_defaults(&s.connection, true);
+	if (cli_server_limits_start(&a, "serve", &s.total, &total) < 0)
+		goto out;
+	have_total = true;
 	signal(SIGPIPE, SIG_IGN);
 	ward__sigpipe_ignored();
 	/* Thousands of processes, each a few descriptors: the hard limit, not 1024. */
@@ -472,6 +511,9 @@ int cli_serve(int argc, char **argv)
 			xc.hold = s.hold;
 		}
 	}
+	xc.cg_total = &total;
+	xc.connection_memory = s.connection.memory;
+	xc.connection_pids = s.connection.pids;
 	if (ward__xserver_new(loop, &xc, &srv, &err) < 0) {
 		cli_report_error(&err);
 		goto out;
@@ -538,6 +580,8 @@ out:
 		ward__loop_free(loop);
 	}
 	ward__changes_cfg_release(&changes);
+	if (have_total)
+		ward__cgroup_bury(&total);
 	cli_run_args_release(&a);
 	return code;
 }

@@ -743,6 +743,9 @@ static int build_result(struct run *run, const struct ward_policy *policy, int w
 	else if ((run->timed_out || run->cancelled || sb->guard_tripped) && !sb->have_status)
 		/* ward killed the sandbox before the command ended: SIGKILL is what it died of. */
 		res->signal = SIGKILL;
+	else if (!sb->have_status && sb->limits.hit && sb->limits.hit_resource == WARD_RES_MEMORY)
+		/* memory.oom.group killed the whole sandbox, init with it: SIGKILL, no status. */
+		res->signal = SIGKILL;
 
 	if (run->timed_out)
 		res->exit_code = WARD_EXIT_CODE_TIMEOUT;
@@ -780,6 +783,7 @@ static int build_result(struct run *run, const struct ward_policy *policy, int w
 	res->seccomp = sb->seccomp;
 	res->network = policy->network || policy->mode == WARD_MODE_DANGER_FULL_ACCESS;
 	res->network_by_domain = ward__policy_net_by_domain(policy);
+	res->limits = sb->limits;
 	memcpy(res->fallback_missing, sb->fallback_missing, sizeof(res->fallback_missing));
 	res->fallback_missing[sizeof(res->fallback_missing) - 1] = '\0';
 	res->json_base64 = run->o->json_base64;

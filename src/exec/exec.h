@@ -155,6 +155,7 @@ struct ward_result {
 	bool network;
 	bool network_by_domain; /* through ward's proxy (docs/policy.md) */
 	char fallback_missing[512]; /* empty unless running without namespaces */
+	struct ward__limits_report limits; /* the limits, how enforced, what was used and hit */
 
 	bool json_base64; /* from the options: add base64 forms to the JSON */
 };
@@ -241,6 +242,17 @@ WARD_INTERNAL extern const char *const ward__env_core_names[];
  * substitution) becomes U+FFFD. Control characters, '"' and '\\' are escaped.
  */
 WARD_INTERNAL int ward__json_append_string(struct ward__buf *b, const void *s, size_t len);
+/*
+ * A sandbox's limits and use of resources in the JSON of every front end
+ * (docs/json.md): "limits" (per asked resource, how it is enforced:
+ * "cgroup-v2", "cgroup-v1", "rlimit" or "none"), "usage" (CPU time, peaks;
+ * null when nothing was measured) and "limit" (the one hit, or null), added
+ * to o. The three pieces alone as well.
+ */
+WARD_INTERNAL void ward__limits_json_add(json_t *o, const struct ward__limits_report *rep);
+WARD_INTERNAL json_t *ward__limits_enforcement_json(const struct ward__limits_report *rep);
+WARD_INTERNAL json_t *ward__usage_json(const struct ward__limits_report *rep);
+WARD_INTERNAL json_t *ward__limit_hit_json(const struct ward__limits_report *rep);
 /* Appends the standard base64 (RFC 4648, padded) of data, with quotes, to b. */
 WARD_INTERNAL int ward__json_append_base64(struct ward__buf *b, const void *data, size_t len);
 /*

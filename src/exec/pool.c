@@ -3,11 +3,12 @@
  * Prepared sandboxes (see struct ward__proc_pool in pool.h).
  *
  * A pool has a few slots, one per (policy fingerprint, tty, observe_fs) its
- * owner started a process with. A slot holds at most one sandbox, being
- * prepared or ready. A start whose fingerprint (taken at the start, from the
- * policy resolved for it) is a ready slot's takes that sandbox, and the slot
- * prepares the next one right away; any other start is cold, and gives its
- * policy a slot, so that the next start with it is warm.
+ * owner started a process with. A slot holds up to two sandboxes
+ * (POOL_DEPTH), being prepared (one at a time) or ready. A start whose
+ * fingerprint (taken at the start, from the policy resolved for it) is a
+ * slot's takes one of its ready sandboxes, and the slot prepares a
+ * replacement right away; any other start is cold, and gives its policy a
+ * slot, so that the next start with it is warm.
  *
  * What makes a prepared sandbox as good as a cold one:
  *   - it is the same sandbox (prepare.c builds it with a cold start's code,
@@ -30,7 +31,8 @@
  *     deny-read file unlinked and linked back: the kernel detaches every
  *     mount on the old name, and the new name, the same inode, would be
  *     writable or readable in it);
- *   - it lives a few seconds at most unused (WARD_POOL_IDLE_MS), then goes;
+ *   - a slot no start used for a few seconds (WARD_POOL_IDLE_MS) goes with
+ *     its sandboxes;
  *   - a pool belongs to one owner (a session of ward serve attached to one
  *     connection, the session store of one ward mcp): never shared.
  * Where the host refused namespaces nothing is prepared (the fallback keeps
@@ -50,17 +52,40 @@
 #include "exec/pool.h"
 #include "policy/policy.h"
 
-/* Slots (policies) a pool keeps a sandbox ready for; the least recently used goes first. */
+/* Slots (policies) a pool keeps sandboxes ready for; the least recently used goes first. */
 #define POOL_SLOTS 4
 /*
- * When the next sandbox is built: as soon as the process that took the
- * previous one has exited (ward__proc_pool_kick), or after this long if it
- * runs on. Building it while that process starts would take CPU from the
- * very start it was built to speed up.
+ * Sandboxes a slot keeps ready: two, so that back-to-back starts never wait.
+ * A start takes one, and the other is there for the next start however soon
+ * it comes. With one alone, a start right after a short command's end found
+ * the replacement still being built (a few milliseconds of namespaces and
+ * mounts) and started cold: every other start.
+ */
+#define POOL_DEPTH WARD_POOL_DEPTH
+/*
+ * When the replacement is built: once the process that took a sandbox has
+ * closed (ward__proc_pool_kick, after its end went to the client), or after
+ * this long if it runs on. Building it (the policy resolved again, the
+ * clone) is work of the server's loop: while the command runs, it would
+ * answer that command's end late by as much.
  */
 #define POOL_PREPARE_DELAY_MS 50
 /* Consecutive preparations that failed before the pool stops preparing. */
 #define POOL_MAX_FAILURES 3
+
+struct slot;
+
+/* One sandbox of a slot, being prepared or ready. */
+struct prep {
+	struct slot *slot;
+	bool have_sb; /* a sandbox is being prepared, or ready */
+	bool ready;
+	struct ward__sandbox sb;
+	struct ward_policy *building; /* the resolution sb was built from, until it is ready */
+	uint64_t mounts_gen; /* the host's mount table when sb was cloned */
+	int sb_mounts_fd; /* sb's own /proc/PID/mountinfo, opened once it was built, or -1 */
+	uint64_t report_io, pid_io;
+};
 
 struct slot {
 	struct ward__proc_pool *pool;
@@ -70,14 +95,7 @@ struct slot {
 	struct ward_policy *template; /* unresolved: resolved again for each preparation */
 	bool tty, observe_fs;
 	uint64_t last_used;
-
-	bool have_sb; /* a sandbox is being prepared, or ready */
-	bool ready;
-	struct ward__sandbox sb;
-	struct ward_policy *building; /* the resolution sb was built from, until it is ready */
-	uint64_t mounts_gen; /* the host's mount table when sb was cloned */
-	int sb_mounts_fd; /* sb's own /proc/PID/mountinfo, opened once it was built, or -1 */
-	uint64_t report_io, pid_io;
+	struct prep preps[POOL_DEPTH];
 	uint64_t idle_timer, prepare_timer;
 };
 
@@ -89,6 +107,7 @@ struct ward__proc_pool {
 	struct mount_table *mounts;
 	unsigned failures;
 	bool disabled;
+	const struct ward__cgroup *cg_parent; /* the budget group its sandboxes are made in */
 };
 
 /*
@@ -187,12 +206,12 @@ static uint64_t mounts_gen(struct ward__proc_pool *pool)
 	return mt->gen;
 }
 
-/* Whether the mount table of a slot's ready sandbox changed since it was built (or is unknown). */
-static bool sb_mounts_changed(const struct slot *s)
+/* Whether the mount table of a ready sandbox changed since it was built (or is unknown). */
+static bool sb_mounts_changed(const struct prep *pr)
 {
-	struct pollfd pfd = {.fd = s->sb_mounts_fd, .events = POLLPRI};
+	struct pollfd pfd = {.fd = pr->sb_mounts_fd, .events = POLLPRI};
 
-	if (s->sb_mounts_fd < 0)
+	if (pr->sb_mounts_fd < 0)
 		return true;
 	/* mountinfo is always readable (POLLIN); a change adds POLLPRI and POLLERR. */
 	return poll(&pfd, 1, 0) < 0 || (pfd.revents & (POLLPRI | POLLERR | POLLNVAL));
@@ -222,32 +241,38 @@ void ward__proc_abandon_sandbox(struct ward__loop *l, struct ward__sandbox *sb)
 
 /* ------------------------------------------------------------ slots */
 
-static void slot_drop_sandbox(struct slot *s)
+static void prep_drop(struct prep *pr)
 {
-	struct ward__loop *l = s->pool->loop;
+	struct ward__loop *l = pr->slot->pool->loop;
 
-	ward__loop_del_io(l, s->report_io);
-	s->report_io = 0;
-	ward__loop_del_io(l, s->pid_io);
-	s->pid_io = 0;
-	ward__loop_del_timer(l, s->idle_timer);
+	ward__loop_del_io(l, pr->report_io);
+	pr->report_io = 0;
+	ward__loop_del_io(l, pr->pid_io);
+	pr->pid_io = 0;
+	if (pr->sb_mounts_fd >= 0)
+		close(pr->sb_mounts_fd);
+	pr->sb_mounts_fd = -1;
+	if (pr->have_sb)
+		ward__proc_abandon_sandbox(l, &pr->sb);
+	pr->have_sb = false;
+	pr->ready = false;
+	ward_policy_free(pr->building);
+	pr->building = NULL;
+}
+
+static void slot_drop_sandboxes(struct slot *s)
+{
+	for (int i = 0; i < POOL_DEPTH; i++)
+		prep_drop(&s->preps[i]);
+	ward__loop_del_timer(s->pool->loop, s->idle_timer);
 	s->idle_timer = 0;
-	if (s->sb_mounts_fd >= 0)
-		close(s->sb_mounts_fd);
-	s->sb_mounts_fd = -1;
-	if (s->have_sb)
-		ward__proc_abandon_sandbox(l, &s->sb);
-	s->have_sb = false;
-	s->ready = false;
-	ward_policy_free(s->building);
-	s->building = NULL;
 }
 
 static void slot_free(struct slot *s)
 {
 	struct ward__proc_pool *pool = s->pool;
 
-	slot_drop_sandbox(s);
+	slot_drop_sandboxes(s);
 	ward__loop_del_timer(pool->loop, s->prepare_timer);
 	if (s->prev)
 		s->prev->next = s->next;
@@ -261,34 +286,50 @@ static void slot_free(struct slot *s)
 	free(s);
 }
 
-static void prepare_failed(struct slot *s)
+static void schedule_prepare(struct slot *s, uint64_t delay_ms);
+
+static void prepare_failed(struct prep *pr)
 {
-	slot_drop_sandbox(s);
-	if (++s->pool->failures >= POOL_MAX_FAILURES)
-		s->pool->disabled = true;
+	struct ward__proc_pool *pool = pr->slot->pool;
+
+	prep_drop(pr);
+	if (++pool->failures >= POOL_MAX_FAILURES)
+		pool->disabled = true;
 }
 
 static void on_idle(struct ward__loop *l, void *userdata)
 {
 	struct slot *s = userdata;
 
-	/* Unused for a while: the sandbox and the slot go (the next start is cold). */
+	/* Unused for a while: its sandboxes and the slot go (the next start is cold). */
 	s->idle_timer = 0;
 	slot_free(s);
 }
 
+/* The slot goes when no start used it for WARD_POOL_IDLE_MS. */
+static void arm_idle(struct slot *s)
+{
+	struct ward__loop *l = s->pool->loop;
+
+	ward__loop_del_timer(l, s->idle_timer);
+	s->idle_timer = 0;
+	ward__loop_add_timer(l, ward__now_ns() + (uint64_t)WARD_POOL_IDLE_MS * 1000000, on_idle, s,
+			     &s->idle_timer);
+}
+
 static void on_report(struct ward__loop *l, int fd, uint32_t events, void *userdata)
 {
-	struct slot *s = userdata;
+	struct prep *pr = userdata;
+	struct slot *s = pr->slot;
 	bool eof = false;
 
-	if (ward__sandbox_read_reports(&s->sb, &eof) < 0 || eof || s->sb.have_error ||
-	    s->sb.have_status) {
+	if (ward__sandbox_read_reports(&pr->sb, &eof) < 0 || eof || pr->sb.have_error ||
+	    pr->sb.have_status) {
 		/* It died or failed before its command: of no use. */
-		prepare_failed(s);
+		prepare_failed(pr);
 		return;
 	}
-	if (!s->sb.ready || s->ready)
+	if (!pr->sb.ready || pr->ready)
 		return;
 	/*
 	 * Its mount table from here on: a change of it (a bind the host
@@ -299,10 +340,10 @@ static void on_report(struct ward__loop *l, int fd, uint32_t events, void *userd
 	{
 		char path[64];
 
-		snprintf(path, sizeof(path), "/proc/%d/mountinfo", (int)s->sb.pid);
-		s->sb_mounts_fd = open(path, O_RDONLY | O_CLOEXEC);
-		if (s->sb_mounts_fd < 0) {
-			prepare_failed(s);
+		snprintf(path, sizeof(path), "/proc/%d/mountinfo", (int)pr->sb.pid);
+		pr->sb_mounts_fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (pr->sb_mounts_fd < 0) {
+			prepare_failed(pr);
 			return;
 		}
 	}
@@ -314,22 +355,24 @@ static void on_report(struct ward__loop *l, int fd, uint32_t events, void *userd
 	{
 		uint8_t *key = NULL;
 		size_t len = 0;
-		bool same = make_key(s->building, s->tty, s->observe_fs, &key, &len) >= 0 &&
+		bool same = make_key(pr->building, s->tty, s->observe_fs, &key, &len) >= 0 &&
 			same_key(s, key, len);
 
 		free(key);
 		if (!same) {
-			slot_drop_sandbox(s);
+			prep_drop(pr);
 			return;
 		}
 	}
-	ward_policy_free(s->building);
-	s->building = NULL;
+	ward_policy_free(pr->building);
+	pr->building = NULL;
 	/* Nothing more comes until its command does: the proc that takes it reads from here on. */
-	ward__loop_del_io(l, s->report_io);
-	s->report_io = 0;
-	s->ready = true;
+	ward__loop_del_io(l, pr->report_io);
+	pr->report_io = 0;
+	pr->ready = true;
 	s->pool->failures = 0;
+	/* One ready: the next one is built now, so that two are (POOL_DEPTH). */
+	schedule_prepare(s, 0);
 }
 
 static void on_dead(struct ward__loop *l, int fd, uint32_t events, void *userdata)
@@ -344,12 +387,30 @@ static void on_prepare(struct ward__loop *l, void *userdata)
 	struct ward__proc_pool *pool = s->pool;
 	struct ward__spawn_opts so = {.tty_fd = -1};
 	struct ward_policy *p = NULL;
+	struct prep *pr = NULL;
 	uint8_t *key = NULL;
 	size_t len = 0;
 	int r;
 
 	s->prepare_timer = 0;
-	if (pool->disabled || s->have_sb)
+	if (pool->disabled)
+		return;
+	/* One at a time: the second is built once the first is ready. */
+	for (int i = 0; i < POOL_DEPTH; i++) {
+		if (s->preps[i].have_sb && !s->preps[i].ready)
+			return;
+		if (!s->preps[i].have_sb && !pr)
+			pr = &s->preps[i];
+	}
+	if (!pr)
+		return;
+	/*
+	 * Not from a budget that is (nearly) spent: while it is being built its
+	 * command process does not exist yet, and a start admitted meanwhile
+	 * would find no room for its own (ward__cgroup_admit says how much room
+	 * each asks). It is built once a process exits (ward__proc_pool_kick).
+	 */
+	if (ward__cgroup_admit(pool->cg_parent, 3, "", NULL) < 0)
 		return;
 	/* Resolved now, as a start would: its fingerprint is the slot's key from here on. */
 	r = ward_policy_copy(s->template, &p);
@@ -362,6 +423,11 @@ static void on_prepare(struct ward__loop *l, void *userdata)
 		free(key);
 		return;
 	}
+	if (!same_key(s, key, len)) {
+		/* The policy resolves differently now: what was built for the old key is stale. */
+		for (int i = 0; i < POOL_DEPTH; i++)
+			prep_drop(&s->preps[i]);
+	}
 	free(s->key);
 	s->key = key;
 	s->key_len = len;
@@ -369,6 +435,7 @@ static void on_prepare(struct ward__loop *l, void *userdata)
 	so.policy = p;
 	so.observe_fs = s->observe_fs;
 	so.quiet_fallback = true;
+	so.cg_parent = pool->cg_parent;
 	so.default_signals = true; /* as proc.c's cold start */
 	for (int i = 0; i < 3; i++)
 		so.stdio[i] = -1;
@@ -378,8 +445,8 @@ static void on_prepare(struct ward__loop *l, void *userdata)
 		so.winsize.ws_row = 24;
 		so.winsize.ws_col = 80;
 	}
-	s->mounts_gen = mounts_gen(pool);
-	r = ward__sandbox_prepare(&so, &s->sb, NULL);
+	pr->mounts_gen = mounts_gen(pool);
+	r = ward__sandbox_prepare(&so, &pr->sb, NULL);
 	if (r < 0) {
 		ward_policy_free(p);
 		/* Nothing to prepare on this host (the fallback), or it failed: cold starts only. */
@@ -389,22 +456,25 @@ static void on_prepare(struct ward__loop *l, void *userdata)
 			pool->disabled = true;
 		return;
 	}
-	s->have_sb = true;
-	s->building = p;
-	r = ward__loop_add_io(l, s->sb.report_fd, EPOLLIN, on_report, s, &s->report_io);
+	pr->have_sb = true;
+	pr->building = p;
+	r = ward__loop_add_io(l, pr->sb.report_fd, EPOLLIN, on_report, pr, &pr->report_io);
 	if (r >= 0)
-		r = ward__loop_add_io(l, s->sb.pidfd, EPOLLIN, on_dead, s, &s->pid_io);
-	if (r >= 0)
-		r = ward__loop_add_timer(l, ward__now_ns() + (uint64_t)WARD_POOL_IDLE_MS * 1000000,
-					 on_idle, s, &s->idle_timer);
+		r = ward__loop_add_io(l, pr->sb.pidfd, EPOLLIN, on_dead, pr, &pr->pid_io);
 	if (r < 0)
-		prepare_failed(s);
+		prepare_failed(pr);
+	else if (!s->idle_timer)
+		arm_idle(s);
 }
 
-/* Prepares the slot's next sandbox from the loop, after delay_ms. */
+/* Prepares the slot's next sandbox from the loop, after delay_ms (0: after the current event). */
 static void schedule_prepare(struct slot *s, uint64_t delay_ms)
 {
-	if (s->pool->disabled || s->have_sb || s->prepare_timer)
+	bool room = false;
+
+	for (int i = 0; i < POOL_DEPTH; i++)
+		room |= !s->preps[i].have_sb;
+	if (s->pool->disabled || !room || s->prepare_timer)
 		return;
 	ward__loop_add_timer(s->pool->loop, delay_ms ? ward__now_ns() + delay_ms * 1000000 : 0,
 			     on_prepare, s, &s->prepare_timer);
@@ -457,12 +527,13 @@ void ward__proc_pool_kick(struct ward__proc_pool *pool)
 {
 	if (!pool || pool->disabled)
 		return;
-	for (struct slot *s = pool->slots; s; s = s->next)
+	for (struct slot *s = pool->slots; s; s = s->next) {
 		if (s->prepare_timer) {
 			ward__loop_del_timer(pool->loop, s->prepare_timer);
 			s->prepare_timer = 0;
-			schedule_prepare(s, 0);
 		}
+		schedule_prepare(s, 0);
+	}
 }
 
 void ward__proc_pool_flush(struct ward__proc_pool *pool)
@@ -474,7 +545,8 @@ void ward__proc_pool_flush(struct ward__proc_pool *pool)
 }
 
 int ward__proc_pool_take(struct ward__proc_pool *pool, const struct ward_policy *p, bool tty,
-			 bool observe_fs, struct ward__sandbox *ret)
+			 bool observe_fs, const struct ward__cgroup *cg_parent,
+			 struct ward__sandbox *ret)
 {
 	uint8_t *key = NULL;
 	size_t len = 0;
@@ -483,6 +555,11 @@ int ward__proc_pool_take(struct ward__proc_pool *pool, const struct ward_policy 
 
 	if (pool->disabled || p->mode == WARD_MODE_DANGER_FULL_ACCESS)
 		return 0;
+	/* Sandboxes built in another budget's cgroup are of no use to this one. */
+	if (cg_parent != pool->cg_parent) {
+		ward__proc_pool_flush(pool);
+		pool->cg_parent = cg_parent;
+	}
 	r = make_key(p, tty, observe_fs, &key, &len);
 	if (r < 0)
 		return 0;
@@ -500,7 +577,7 @@ int ward__proc_pool_take(struct ward__proc_pool *pool, const struct ward_policy 
 			    same_inputs(s->template, p))
 				break;
 		if (s) {
-			slot_drop_sandbox(s);
+			slot_drop_sandboxes(s);
 			free(s->key);
 			s->key = TAKE_PTR(key);
 			s->key_len = len;
@@ -523,7 +600,10 @@ int ward__proc_pool_take(struct ward__proc_pool *pool, const struct ward_policy 
 			return 0;
 		}
 		s->pool = pool;
-		s->sb_mounts_fd = -1;
+		for (int i = 0; i < POOL_DEPTH; i++) {
+			s->preps[i].slot = s;
+			s->preps[i].sb_mounts_fd = -1;
+		}
 		s->key = TAKE_PTR(key);
 		s->key_len = len;
 		s->tty = tty;
@@ -537,24 +617,31 @@ int ward__proc_pool_take(struct ward__proc_pool *pool, const struct ward_policy 
 	free(key);
 	s->last_used = ward__now_ns();
 	r = 0;
-	if (s->ready) {
-		if (mounts_gen(pool) == s->mounts_gen && !sb_mounts_changed(s)) {
-			/* Taken for good: the start runs in it, nothing else ever will. */
-			*ret = s->sb;
-			close(s->sb_mounts_fd);
-			s->sb_mounts_fd = -1;
-			ward__loop_del_timer(pool->loop, s->idle_timer);
-			s->idle_timer = 0;
-			ward__loop_del_io(pool->loop, s->pid_io);
-			s->pid_io = 0;
-			s->have_sb = false;
-			s->ready = false;
-			r = 1;
-		} else {
+	for (int i = 0; i < POOL_DEPTH && !r; i++) {
+		struct prep *pr = &s->preps[i];
+
+		if (!pr->ready)
+			continue;
+		if (mounts_gen(pool) != pr->mounts_gen || sb_mounts_changed(pr)) {
 			/* The host's mounts, or its own, changed since it was built: its view is stale. */
-			slot_drop_sandbox(s);
+			prep_drop(pr);
+			continue;
 		}
+		/* Taken for good: the start runs in it, nothing else ever will. */
+		*ret = pr->sb;
+		close(pr->sb_mounts_fd);
+		pr->sb_mounts_fd = -1;
+		ward__loop_del_io(pool->loop, pr->pid_io);
+		pr->pid_io = 0;
+		pr->have_sb = false;
+		pr->ready = false;
+		r = 1;
 	}
+	arm_idle(s);
+	/*
+	 * The one taken is replaced once its process closed, or a little later
+	 * (POOL_PREPARE_DELAY_MS); after a cold start, at once.
+	 */
 	schedule_prepare(s, r ? POOL_PREPARE_DELAY_MS : 0);
 	return r;
 }
@@ -564,6 +651,7 @@ size_t ward__proc_pool_ready(const struct ward__proc_pool *pool)
 	size_t n = 0;
 
 	for (const struct slot *s = pool ? pool->slots : NULL; s; s = s->next)
-		n += s->ready;
+		for (int i = 0; i < POOL_DEPTH; i++)
+			n += s->preps[i].ready;
 	return n;
 }

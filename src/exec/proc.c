@@ -246,12 +246,21 @@ static void maybe_closed(struct ward__proc *p)
 {
 	if (p->closed || !p->exited || p->out_fd[0] >= 0 || p->out_fd[1] >= 0)
 		return;
+	struct ward__proc_pool *pool = p->pool ? ward__proc_pool_ref(p->pool) : NULL;
+
 	p->closed = true;
 	maybe_release(p);
 	ward__loop_del_timer(p->loop, p->drain_timer);
 	p->drain_timer = 0;
 	if (p->ops.closed)
 		p->ops.closed(p, p->userdata);
+	/*
+	 * The pool builds the next sandbox now that the client has this one's
+	 * end: not while the command ran (the loop would answer its end late by
+	 * as much), and the other one kept ready serves a start coming at once.
+	 */
+	ward__proc_pool_kick(pool);
+	ward__proc_pool_unref(pool);
 }
 
 static void on_drain_deadline(struct ward__loop *l, void *userdata)
@@ -282,6 +291,9 @@ static int compute_exit_code(struct ward__proc *p)
 	if (sb->have_status && WIFSIGNALED(sb->wait_status))
 		p->signal = WTERMSIG(sb->wait_status);
 	else if (!sb->have_status && (p->terminated || p->timed_out || sb->guard_tripped))
+		p->signal = SIGKILL;
+	/* memory.oom.group killed the whole sandbox, init with it: no status came, SIGKILL did. */
+	else if (!sb->have_status && sb->limits.hit && sb->limits.hit_resource == WARD_RES_MEMORY)
 		p->signal = SIGKILL;
 	if (p->timed_out)
 		code = WARD_EXIT_CODE_TIMEOUT;
@@ -321,7 +333,6 @@ static void mark_exited(struct ward__proc *p)
 	p->exited = true;
 	p->end_ns = ward__now_ns();
 	p->exit_code = compute_exit_code(p);
-	ward__proc_pool_kick(p->pool);
 	ward__loop_del_timer(p->loop, p->timeout_timer);
 	p->timeout_timer = 0;
 	/* Nothing reads stdin any more. */
@@ -587,6 +598,7 @@ int ward__proc_start(struct ward__loop *l, const struct ward__proc_spec *spec,
 	so.default_signals = true;
 	so.layers = spec->layers;
 	so.n_layers = spec->n_layers;
+	so.cg_parent = spec->cg_parent;
 	for (size_t i = 0; i < spec->n_keep_fds; i++)
 		so.keep_fds[i] = spec->keep_fds[i];
 	so.n_keep_fds = spec->n_keep_fds;
@@ -634,7 +646,8 @@ int ward__proc_start(struct ward__loop *l, const struct ward__proc_spec *spec,
 	/* A sandbox whose network is by domain is built at its start: its listeners are its own. */
 	if (spec->pool && spec->n_keep_fds == 0 && spec->n_layers == 0 &&
 	    !ward__policy_net_by_domain(spec->policy) &&
-	    ward__proc_pool_take(spec->pool, spec->policy, spec->tty, so.observe_fs, &p->sb) > 0) {
+	    ward__proc_pool_take(spec->pool, spec->policy, spec->tty, so.observe_fs,
+				 spec->cg_parent, &p->sb) > 0) {
 		/* A sandbox built ahead for this very policy: only the command is left to send. */
 		r = ward__sandbox_launch(&p->sb, &so, NULL);
 		if (r < 0)

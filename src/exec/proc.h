@@ -80,6 +80,11 @@ struct ward__proc_spec {
 	 */
 	const struct ward__layer *layers;
 	size_t n_layers;
+	/*
+	 * The budget group (src/sandbox/limits.h: a server's or a connection's
+	 * total) the sandbox's cgroup is made beneath, or NULL.
+	 */
+	const struct ward__cgroup *cg_parent;
 };
 
 /*

@@ -305,6 +305,7 @@ static size_t json_bound(const struct ward_result *res)
 		if (res->json_base64)
 			n += (res->out[i].len + 2) / 3 * 4 + 64;
 	}
+	n += 4096; /* limits, usage, limit */
 	for (size_t i = 0; i < res->n_denials; i++)
 		n += 6 *
 				(sizeof(res->denials[i].access) + sizeof(res->denials[i].syscall) +
@@ -413,7 +414,25 @@ WARD_PUBLIC int ward_result_to_json(const struct ward_result *result, char **ret
 		r = kv_str(&b, "fallback_missing",
 			   res->fallback_missing[0] ? res->fallback_missing : NULL);
 	if (r >= 0)
-		r = ward__buf_append_str(&b, "}}");
+		r = ward__buf_append_byte(&b, '}');
+	if (r >= 0) {
+		/* A few small members, through jansson like the servers' (the same words). */
+		json_t *o = json_object();
+		char *s = NULL;
+
+		if (o)
+			ward__limits_json_add(o, &res->limits);
+		if (o)
+			s = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
+		json_decref(o);
+		if (!s)
+			r = -ENOMEM;
+		else if (strlen(s) > 2)
+			r = ward__buf_printf(&b, ",%.*s", (int)(strlen(s) - 2), s + 1);
+		free(s);
+	}
+	if (r >= 0)
+		r = ward__buf_append_byte(&b, '}');
 	if (r < 0) {
 		ward__buf_release(&b);
 		return r;
@@ -440,4 +459,87 @@ json_t *ward__json_string_lossy(const void *s, size_t len)
 		j = json_loadb((const char *)b.data, b.len, JSON_DECODE_ANY | JSON_ALLOW_NUL, NULL);
 	ward__buf_release(&b);
 	return j;
+}
+
+/* ------------------------------------------------------------ limits and usage */
+
+static json_t *ms(uint64_t us)
+{
+	return json_integer((json_int_t)(us / 1000));
+}
+
+json_t *ward__limits_enforcement_json(const struct ward__limits_report *rep)
+{
+	json_t *o = json_object();
+
+	for (int r = 0; o && rep->any && r < WARD_RES_N; r++) {
+		const struct ward__limits *l = &rep->asked;
+		bool asked = r == WARD_RES_MEMORY ? l->memory != 0
+			: r == WARD_RES_PIDS	  ? l->pids != 0
+			: r == WARD_RES_CPU	  ? l->cpu_milli != 0
+						  : l->rlimit_set[r - WARD_RES_RLIMIT0];
+
+		if (asked)
+			json_object_set_new(o, ward__resource_name((enum ward__resource)r),
+					    json_string(ward__enforce_name(rep->how[r])));
+	}
+	return o;
+}
+
+json_t *ward__usage_json(const struct ward__limits_report *rep)
+{
+	json_t *o;
+
+	if (!rep->have_usage && !rep->have_memory_peak && !rep->have_pids_peak)
+		return json_null();
+	o = json_object();
+	if (!o)
+		return NULL;
+	json_object_set_new(o, "cpu_user_ms", ms(rep->cpu_user_us));
+	json_object_set_new(o, "cpu_system_ms", ms(rep->cpu_system_us));
+	json_object_set_new(o, "memory_peak",
+			    rep->have_memory_peak ? json_integer((json_int_t)rep->memory_peak)
+						  : json_null());
+	json_object_set_new(o, "max_rss", json_integer((json_int_t)rep->max_rss));
+	json_object_set_new(o, "pids_peak",
+			    rep->have_pids_peak ? json_integer((json_int_t)rep->pids_peak)
+						: json_null());
+	if (rep->asked.cpu_milli && rep->how[WARD_RES_CPU] != WARD_ENFORCE_NONE)
+		json_object_set_new(o, "cpu_throttled_ms", ms(rep->cpu_throttled_us));
+	return o;
+}
+
+json_t *ward__limit_hit_json(const struct ward__limits_report *rep)
+{
+	json_t *o;
+
+	if (!rep->hit)
+		return json_null();
+	if (rep->hit_resource == WARD_RES_MEMORY)
+		o = json_pack("{s:s, s:I, s:I, s:I}", "resource", "memory", "max",
+			      (json_int_t)rep->hit_max, "peak", (json_int_t)rep->hit_peak, "killed",
+			      (json_int_t)rep->hit_count);
+	else
+		o = json_pack("{s:s, s:I, s:I, s:I}", "resource", "pids", "max",
+			      (json_int_t)rep->hit_max, "peak", (json_int_t)rep->hit_peak,
+			      "refused", (json_int_t)rep->hit_count);
+	/* The server's or the connection's total, not the process's own limit. */
+	if (o && rep->hit_budget)
+		json_object_set_new(o, "budget", json_true());
+	return o;
+}
+
+void ward__limits_json_add(json_t *o, const struct ward__limits_report *rep)
+{
+	json_t *v;
+
+	v = ward__limits_enforcement_json(rep);
+	if (v)
+		json_object_set_new(o, "limits", v);
+	v = ward__usage_json(rep);
+	if (v)
+		json_object_set_new(o, "usage", v);
+	v = ward__limit_hit_json(rep);
+	if (v)
+		json_object_set_new(o, "limit", v);
 }

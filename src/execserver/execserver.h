@@ -87,6 +87,12 @@ struct ward__xserver_config {
 	 */
 	struct ward__changes_cfg *changes;
 	bool hold;
+	/*
+	 * The server's budget group (src/sandbox/limits.h), or NULL; beneath it
+	 * each connection gets a group of its own with these totals (0: none).
+	 */
+	const struct ward__cgroup *cg_total;
+	uint64_t connection_memory, connection_pids;
 };
 
 WARD_INTERNAL int ward__xserver_new(struct ward__loop *l, const struct ward__xserver_config *c,

@@ -498,6 +498,33 @@ void ward__xs_handle_start(struct xconn *x, const struct ward__rpc_msg *m)
 	spec.stdin_pipe = p->pipe_stdin;
 	spec.timeout_ms = (uint64_t)timeout;
 	spec.pool = se->pool;
+	/*
+	 * The connection's total, beneath the server's: what its processes use
+	 * together, whichever session they run in. Made with its first process
+	 * (a connection that never starts one costs no cgroup). Without a cgroup
+	 * for it the server's total alone holds.
+	 */
+	if (!x->group.active && !x->group_tried) {
+		static unsigned n;
+		char name[32];
+
+		x->group_tried = true;
+		snprintf(name, sizeof(name), "conn-%u", ++n);
+		if ((s->cfg.connection_memory || s->cfg.connection_pids) && s->cfg.cg_total &&
+		    s->cfg.cg_total->active)
+			ward__cgroup_group_new(s->cfg.cg_total, name, s->cfg.connection_memory,
+					       s->cfg.connection_pids, &x->group, NULL);
+	}
+	spec.cg_parent = x->group.active ? &x->group : s->cfg.cg_total;
+	/* A spent budget refuses the start: never another client's process killed to make room. */
+	r = ward__cgroup_admit(x->group.active ? &x->group : NULL, 2, "this connection's", &e);
+	if (r >= 0)
+		r = ward__cgroup_admit(s->cfg.cg_total, 2, "the server's", &e);
+	if (r < 0) {
+		ward__xs_reply_error(x, &m->id, WARD_RPC_INVALID_REQUEST, "%s (%s)", e.message,
+				     e.hint);
+		goto fail;
+	}
 	if (s->cfg.audit_path) {
 		ward__xs_audit_net_hooks(p);
 		spec.net_hooks = &p->net_hooks;

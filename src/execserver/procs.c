@@ -423,6 +423,9 @@ static void on_proc_exited(struct ward__proc *pr, void *userdata)
 		/* ward's extension: what the process changed (review and undo). */
 		if (p->changes)
 			json_object_set(params, "changes", p->changes);
+		/* ward's extension: how the limits were enforced, what it used, the one it hit. */
+		if (params)
+			ward__limits_json_add(params, &ward__proc_sandbox(pr)->limits);
 		ward__xs_notify(x, "process/exited", params);
 	} else {
 		++p->seq;

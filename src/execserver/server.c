@@ -38,6 +38,7 @@
 #include "basic/util.h"
 #include "execserver/execserver.h"
 #include "rpc/jsonrpc.h"
+#include "sandbox/limits.h"
 
 #include "execserver/fsops.h"
 
@@ -402,6 +403,12 @@ static void *on_opened(struct ward__conn *c, void *server_userdata)
 		free(x);
 		return NULL;
 	}
+	/* Its budget's cgroup comes with its first process (procmethods.c): none yet. */
+	{
+		static const struct ward__limits none;
+
+		ward__cgroup_new(&none, NULL, &x->group, NULL);
+	}
 	x->next = s->conns;
 	if (s->conns)
 		s->conns->prev = x;
@@ -515,6 +522,8 @@ static void on_closed(struct ward__conn *c, void *userdata)
 	for (struct xfsop *op = x->fsops; op; op = op->next)
 		op->conn = NULL;
 	ward__xfs_free(x->fs);
+	/* Its processes in sessions that wait to be resumed stay in it: removed once they are gone. */
+	ward__cgroup_bury(&x->group);
 	ward__loop_del_timer(s->loop, x->abort_timer);
 	if (x->prev)
 		x->prev->next = x->next;

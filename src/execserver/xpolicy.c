@@ -78,6 +78,11 @@ int ward__xs_build_policy(const struct ward_policy *tmpl, bool allow_unsandboxed
 		if (r >= 0)
 			r = ward_policy_set_network(p, true);
 	}
+	/* ward's extension: the process's own limits, over the server's defaults (docs/protocol.md). */
+	if (r >= 0 && json_object_get(params, "limits") &&
+	    !json_is_null(json_object_get(params, "limits")))
+		r = ward__limits_from_json(json_object_get(params, "limits"), &p->limits, "limits",
+					   e);
 	if (r < 0) {
 		ward_policy_free(p);
 		return r;

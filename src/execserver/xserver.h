@@ -40,6 +40,12 @@ struct xconn {
 	struct ward__xfs *fs; /* open file handles */
 	struct xfsop *fsops; /* filesystem requests being answered */
 	struct xconn *prev, *next;
+	/*
+	 * The connection's budget: its processes' cgroups are made beneath it
+	 * (inactive without cgroups, or without a connection total).
+	 */
+	struct ward__cgroup group;
+	bool group_tried;
 };
 
 /* A filesystem request running (in a sandbox) while its connection may go. */

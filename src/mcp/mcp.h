@@ -63,6 +63,8 @@ struct ward__mcp_config {
 	 */
 	struct ward__changes_cfg *changes;
 	bool hold;
+	/* The server's budget group (every sandbox is made beneath it), or NULL. */
+	const struct ward__cgroup *cg_parent;
 };
 
 /*

@@ -293,6 +293,7 @@ int ward__mcp_serve(const struct ward__mcp_config *cfg, int in_fd, int out_fd,
 		.no_login_snapshot = cfg->no_login_snapshot,
 		.changes = cfg->changes,
 		.hold = cfg->hold,
+		.cg_parent = cfg->cg_parent,
 	};
 	struct mcp m = {.cfg = cfg};
 	int r;

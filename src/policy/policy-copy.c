@@ -38,6 +38,7 @@ WARD_PUBLIC int ward_policy_copy(const struct ward_policy *src, struct ward_poli
 	p->exclude_slash_tmp = src->exclude_slash_tmp;
 	p->exclude_tmpdir_env_var = src->exclude_tmpdir_env_var;
 	p->require_isolation = src->require_isolation;
+	p->limits = src->limits;
 	if (src->cwd) {
 		p->cwd = strdup(src->cwd);
 		if (!p->cwd) {
@@ -239,5 +240,14 @@ int ward__policy_fingerprint(const struct ward_policy *p, struct ward__buf *b)
 		if (r >= 0)
 			r = fp_u64(b, (uint64_t)p->sockets[i].ino);
 	}
+	/* A prepared sandbox is built in a cgroup with its limits, and its init holds the rlimits. */
+	if (r >= 0)
+		r = fp_u64(b, p->limits.memory);
+	if (r >= 0)
+		r = fp_u64(b, p->limits.pids);
+	if (r >= 0)
+		r = fp_u64(b, (uint64_t)p->limits.cpu_milli | (uint64_t)p->limits.require << 32);
+	for (int i = 0; r >= 0 && i < WARD_RLIMIT_N; i++)
+		r = fp_u64(b, p->limits.rlimit_set[i] ? p->limits.rlimit[i] : UINT64_MAX);
 	return r;
 }

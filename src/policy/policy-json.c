@@ -17,13 +17,16 @@
 
 /* What one JSON document says, before it is merged into a policy. */
 struct parsed {
-	bool has_mode, has_cwd, has_network, has_slash, has_tmpdir, has_require;
+	bool has_mode, has_cwd, has_network, has_slash, has_tmpdir, has_require, has_limits,
+		has_require_limits;
 	enum ward_sandbox_mode mode;
 	char *cwd;
 	bool network, exclude_slash_tmp, exclude_tmpdir_env_var, require_isolation;
 	struct ward__strv writable, protect, unprotect, deny_read, sockets;
 	struct ward__strv allow_domains, deny_domains, allow_addresses;
 	char *dns_server;
+	struct ward__limits limits;
+	bool require_limits;
 };
 
 static void parsed_release(struct parsed *x)
@@ -225,6 +228,12 @@ static int parse_own(json_t *root, struct parsed *x, const char *origin, struct 
 		} else if (strcmp(key, "require_isolation") == 0) {
 			r = get_bool(v, key, &x->require_isolation, origin, err);
 			x->has_require = true;
+		} else if (strcmp(key, "limits") == 0) {
+			r = ward__limits_from_json(v, &x->limits, origin, err);
+			x->has_limits = true;
+		} else if (strcmp(key, "require_limits") == 0) {
+			r = get_bool(v, key, &x->require_limits, origin, err);
+			x->has_require_limits = true;
 		} else {
 			FAIL(key, "unknown field");
 		}
@@ -433,6 +442,27 @@ WARD_PUBLIC int ward_policy_load_json(struct ward_policy *p, const char *json, s
 		p->exclude_tmpdir_env_var = x.exclude_tmpdir_env_var;
 	if (x.has_require)
 		p->require_isolation = x.require_isolation;
+	if (x.has_limits) {
+		/* The limits a document names replace the same ones; the others stay. */
+		bool req = p->limits.require;
+		struct ward__limits l = x.limits;
+
+		if (!l.memory)
+			l.memory = p->limits.memory;
+		if (!l.pids)
+			l.pids = p->limits.pids;
+		if (!l.cpu_milli)
+			l.cpu_milli = p->limits.cpu_milli;
+		for (int i = 0; i < WARD_RLIMIT_N; i++)
+			if (!l.rlimit_set[i] && p->limits.rlimit_set[i]) {
+				l.rlimit_set[i] = true;
+				l.rlimit[i] = p->limits.rlimit[i];
+			}
+		p->limits = l;
+		p->limits.require = req;
+	}
+	if (x.has_require_limits)
+		p->limits.require = x.require_limits;
 	p->resolved = false;
 	r = 0;
 out:
@@ -597,6 +627,8 @@ json_t *ward__policy_to_json(const struct ward_policy *p)
 	json_object_set_new(o, "exclude_slash_tmp", json_boolean(p->exclude_slash_tmp));
 	json_object_set_new(o, "exclude_tmpdir_env_var", json_boolean(p->exclude_tmpdir_env_var));
 	json_object_set_new(o, "require_isolation", json_boolean(p->require_isolation));
+	json_object_set_new(o, "limits", ward__limits_to_json(&p->limits));
+	json_object_set_new(o, "require_limits", json_boolean(p->limits.require));
 	json_object_set_new(o, "notes", strv_json(&p->notes));
 	return o;
 }

@@ -107,6 +107,35 @@ struct ward__strv {
 	size_t n;
 };
 
+/*
+ * Resource limits of one sandbox (limits.c; docs/policy.md "limits"). Each
+ * is 0 when not asked for. How each one is enforced depends on the host
+ * (src/sandbox/limits.h): a limit that cannot be is reported, never implied.
+ */
+enum ward__rlimit {
+	WARD_RLIMIT_AS = 0, /* bytes of address space per process (RLIMIT_AS) */
+	WARD_RLIMIT_CORE, /* bytes of a core dump (RLIMIT_CORE); 0 is a value here */
+	WARD_RLIMIT_CPU, /* seconds of CPU time per process (RLIMIT_CPU) */
+	WARD_RLIMIT_FSIZE, /* bytes of a file written (RLIMIT_FSIZE) */
+	WARD_RLIMIT_NOFILE, /* open descriptors per process (RLIMIT_NOFILE) */
+	WARD_RLIMIT_N,
+};
+
+/* Bounds of what a limit may say (anything outside is refused, never clamped). */
+#define WARD_LIMIT_MEMORY_MIN ((uint64_t)1 << 20) /* below it not even init starts */
+#define WARD_LIMIT_MEMORY_MAX ((uint64_t)1 << 60)
+#define WARD_LIMIT_PIDS_MAX ((uint64_t)4194304) /* the kernel's PID_MAX_LIMIT */
+#define WARD_LIMIT_CPU_MIN_MILLI 10 /* cpu.max's smallest quota over a 100 ms period: 1 ms */
+
+struct ward__limits {
+	uint64_t memory; /* bytes of memory, and as many of swap, for all processes together */
+	uint64_t pids; /* processes and threads of the command at once (ward's init not counted) */
+	uint32_t cpu_milli; /* thousandths of a CPU of bandwidth */
+	bool rlimit_set[WARD_RLIMIT_N];
+	uint64_t rlimit[WARD_RLIMIT_N];
+	bool require; /* refuse to run when one of them cannot be enforced (--require-limits) */
+};
+
 struct ward_policy {
 	enum ward_sandbox_mode mode;
 	char *cwd; /* absolute (made absolute when set); NULL means the caller's cwd */
@@ -134,6 +163,7 @@ struct ward_policy {
 	bool exclude_slash_tmp;
 	bool exclude_tmpdir_env_var;
 	bool require_isolation;
+	struct ward__limits limits;
 
 	/* Filled by ward_policy_resolve(). */
 	bool resolved;
@@ -336,3 +366,36 @@ WARD_INTERNAL extern const char ward__autorun_path_reason[];
  * fallback's guard leaves it alone: see guard.c.
  */
 WARD_INTERNAL extern const char ward__policy_reason_own[];
+
+/* ------------------------------------------------------------ limits (limits.c) */
+
+/*
+ * Parsers of the values of --memory, --pids, --cpu and --rlimit (and of the
+ * policy JSON's "limits"): -EINVAL for what is malformed, -ERANGE for a
+ * value that makes no sense (0, more CPUs than the host has); err names the
+ * option or field (label) and the value.
+ */
+WARD_INTERNAL int ward__limits_parse_memory(const char *s, const char *label, uint64_t *ret,
+					    struct ward_error *err);
+WARD_INTERNAL int ward__limits_parse_pids(const char *s, const char *label, uint64_t *ret,
+					  struct ward_error *err);
+WARD_INTERNAL int ward__limits_parse_cpu(const char *s, const char *label, uint32_t *ret_milli,
+					 struct ward_error *err);
+/* "NAME=VALUE" with NAME as, core, cpu, fsize or nofile (prlimit(1)'s names). */
+WARD_INTERNAL int ward__limits_parse_rlimit(const char *s, const char *label,
+					    struct ward__limits *l, struct ward_error *err);
+/* The name of an rlimit ("as"...), and the RLIMIT_* resource it is. */
+WARD_INTERNAL const char *ward__rlimit_name(enum ward__rlimit r);
+WARD_INTERNAL int ward__rlimit_resource(enum ward__rlimit r);
+/* Whether any limit at all is asked for; whether one needing a cgroup is. */
+WARD_INTERNAL bool ward__limits_any(const struct ward__limits *l);
+WARD_INTERNAL bool ward__limits_equal(const struct ward__limits *a, const struct ward__limits *b);
+/* The online CPUs this process may run on (the bound of --cpu). */
+WARD_INTERNAL unsigned ward__limits_host_cpus(void);
+/* The policy JSON's "limits" object into l (fields as the options; strict). */
+WARD_INTERNAL int ward__limits_from_json(json_t *v, struct ward__limits *l, const char *origin,
+					 struct ward_error *err);
+/* l as the JSON "limits" object of `ward policy show` (only what is set). */
+WARD_INTERNAL json_t *ward__limits_to_json(const struct ward__limits *l);
+/* Formats a byte count as the options take it ("2G", "1536M", "1000"), into buf. */
+WARD_INTERNAL const char *ward__limits_format_size(uint64_t v, char *buf, size_t size);

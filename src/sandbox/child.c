@@ -124,10 +124,13 @@ static int cmp_int(const void *a, const void *b)
 static void close_inherited_fds(const struct ward__spawn_opts *o, int report_fd, int pty_sock,
 				int hold_fd, int arm_fd, const struct ward__init_leases *leases)
 {
-	int keep[WARD_MAX_KEEP_FDS + 9 + WARD_GUARD_MAX_LEASES];
+	int keep[WARD_MAX_KEEP_FDS + 9 + WARD_GUARD_MAX_LEASES + WARD_CGROUP_CHILD_FDS];
 	size_t n = 0;
 	unsigned lo = 3;
 
+	/* init's way back out of the sandbox's cgroup, and the v1 OOM notification. */
+	if (o->sb_limits)
+		n += ward__cgroup_child_fds(&o->sb_limits->cg, keep, WARD_CGROUP_CHILD_FDS);
 	keep[n++] = report_fd;
 	if (arm_fd >= 0)
 		keep[n++] = arm_fd;
@@ -170,6 +173,11 @@ _noreturn_ void ward__child_main(const struct ward__spawn_opts *opts, int report
 	int landlock_fd = -1;
 	int r;
 
+	/* Into the sandbox's v1 cgroups before anything else (a v2 one was entered by the clone). */
+	if (o->sb_limits && (r = ward__cgroup_enter(&o->sb_limits->cg)) < 0) {
+		ward__error(&e, r, "limits", "cannot enter the sandbox's cgroup: %m");
+		child_fail(report_fd, &e);
+	}
 	/*
 	 * If ward dies, so does everything inside: init's death kills the pid
 	 * namespace; without one, init kills the tree itself (WARD_SIG_PARENT_DIED).
@@ -258,6 +266,10 @@ _noreturn_ void ward__child_prepared_main(const struct ward__spawn_opts *opts, i
 	struct pollfd pfd = {.fd = life_fd, .events = POLLIN};
 	int landlock_fd = -1, devnull, r;
 
+	if (o->sb_limits && (r = ward__cgroup_enter(&o->sb_limits->cg)) < 0) {
+		ward__error(&e, r, "limits", "cannot enter the sandbox's cgroup: %m");
+		child_fail(report_fd, &e);
+	}
 	/* If ward dies, so does everything inside (init's death ends the pid namespace). */
 	if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0) {
 		ward__error(&e, -errno, "spawn", "cannot set the parent-death signal: %m");

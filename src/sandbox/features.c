@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * What the host offers: user namespaces, Landlock, seccomp user notification,
- * the mount API, pidfds, cgroup v2. Probed once per process. `ward run` does
- * not need this on its fast path (spawn.c tries namespaces and falls back);
- * it is for `ward doctor`, `ward policy show` and the fallback's messages.
+ * the mount API, pidfds (the cgroups of the limits: cgroup-host.c). Probed
+ * once per process. `ward run` does not need this on its fast path (spawn.c
+ * tries namespaces and falls back); it is for `ward doctor`, `ward policy
+ * show` and the fallback's messages.
  */
 #include <fcntl.h>
 #include <jansson.h>
@@ -160,36 +161,6 @@ static void probe_rootns(struct ward__features *f)
 	f->rootns = WIFEXITED(status) && WEXITSTATUS(status) == 0;
 }
 
-static void probe_cgroup(struct ward__features *f)
-{
-	_cleanup_fclose_ FILE *cg = fopen("/proc/self/cgroup", "re");
-	char line[512];
-	struct stat st;
-
-	/* cgroup2 at /sys/fs/cgroup, or the hybrid layout's /sys/fs/cgroup/unified. */
-	const char *base = NULL;
-	char procs[600];
-
-	if (stat("/sys/fs/cgroup/cgroup.controllers", &st) == 0)
-		base = "/sys/fs/cgroup";
-	else if (stat("/sys/fs/cgroup/unified/cgroup.controllers", &st) == 0)
-		base = "/sys/fs/cgroup/unified";
-	if (!base || !cg)
-		return;
-	f->cgroup2 = true;
-	while (fgets(line, sizeof(line), cg)) {
-		if (strncmp(line, "0::", 3) != 0)
-			continue;
-		line[strcspn(line, "\n")] = '\0';
-		if (strlen(base) + strlen(line + 3) >= sizeof(f->cgroup_path))
-			continue;
-		snprintf(f->cgroup_path, sizeof(f->cgroup_path), "%s%.200s", base, line + 3);
-		snprintf(procs, sizeof(procs), "%s/cgroup.procs", f->cgroup_path);
-		f->cgroup2_delegated =
-			access(procs, W_OK) == 0 && access(f->cgroup_path, W_OK) == 0;
-	}
-}
-
 static void probe(void)
 {
 	struct ward__features *f = &features;
@@ -221,7 +192,6 @@ static void probe(void)
 	f->pidfd = fd >= 0;
 	if (fd >= 0)
 		close(fd);
-	probe_cgroup(f);
 }
 
 void ward__features_note_refused(int userns_errno, const char *how, bool rootns_refused)

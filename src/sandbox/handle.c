@@ -32,6 +32,7 @@ static int pidfd_send(int pidfd, int sig)
 
 static void add_guard_denial(struct ward__sandbox *sb, const char *access, const char *path,
 			     const char *reason);
+static void limits_collect(struct ward__sandbox *sb);
 
 /* reason NULL: looked up in the sandbox's policy (which protection, or why else). */
 static void add_denial(struct ward__sandbox *sb, const char *access, const char *sc, int error,
@@ -96,6 +97,15 @@ static void handle_message(struct ward__sandbox *sb, const struct ward__msg_hdr 
 			memcpy(&s, payload, sizeof(s));
 			sb->wait_status = s.wait_status;
 			sb->have_status = true;
+			s.usage.oom = (s.flags & WARD_STATUS_OOM) != 0;
+			s.usage.have_cg = (s.flags & WARD_STATUS_CGROUP) != 0;
+			((struct ward__sandbox_priv *)sb->priv)->usage = s.usage;
+			((struct ward__sandbox_priv *)sb->priv)->have_usage = true;
+			/* init's measure, for every run; a cgroup's counts refine it (limits_collect). */
+			sb->limits.have_usage = true;
+			sb->limits.cpu_user_us = s.usage.utime_us;
+			sb->limits.cpu_system_us = s.usage.stime_us;
+			sb->limits.max_rss = s.usage.maxrss_kb * 1024;
 		}
 		break;
 	case WARD_MSG_READY:
@@ -294,8 +304,14 @@ static void guard_trip(struct ward__sandbox *sb, const char *access, const char 
 int ward__sandbox_read_reports(struct ward__sandbox *sb, bool *ret_eof)
 {
 	struct ward__sandbox_priv *priv = sb->priv;
-	int r = read_reports(sb, ret_eof);
+	bool eof = false;
+	int r = read_reports(sb, &eof);
 
+	if (ret_eof)
+		*ret_eof = eof;
+	/* init reported (it left the cgroup first), or is gone: the limits' counts are final. */
+	if (sb->have_status || eof)
+		limits_collect(sb);
 	/* init broke a run off (a lease broke): restore once, outside the parsing. */
 	if (priv && priv->guard_pending && !priv->in_trip) {
 		priv->guard_pending = false;
@@ -341,6 +357,13 @@ void ward__sandbox_kill(struct ward__sandbox *sb)
 	if (!priv || priv->killed || sb->pidfd < 0)
 		return;
 	priv->killed = true;
+	/*
+	 * The end of a sandbox with a cgroup is cgroup.kill: every process in it
+	 * at once, race-free against forks (Linux 5.14; each pid listed on v1).
+	 * Not once init reported: it killed the rest and is leaving the cgroup.
+	 */
+	if (!sb->have_status && priv->limits && priv->limits->cg.active)
+		ward__cgroup_kill(&priv->limits->cg);
 	if (!sb->isolated)
 		ward__kill_tree(sb->pid);
 	/* Killing PID 1 of the pid namespace kills every process in it (pid_namespaces(7)). */
@@ -415,6 +438,7 @@ int ward__sandbox_wait(struct ward__sandbox *sb, int *ret_exit_code)
 		ward__sandbox_read_reports(sb, &eof);
 	}
 
+	limits_collect(sb);
 	if (sb->have_error)
 		code = sb->error.exit_code;
 	else if (sb->have_status && WIFEXITED(sb->wait_status))
@@ -428,6 +452,56 @@ int ward__sandbox_wait(struct ward__sandbox *sb, int *ret_exit_code)
 	if (ret_exit_code)
 		*ret_exit_code = code;
 	return 0;
+}
+
+/* ------------------------------------------------------------------ limits */
+
+int ward__sandbox_limits_setup(struct ward__sandbox *sb, struct ward__sandbox_priv *priv,
+			       const struct ward__spawn_opts *o, bool userns,
+			       struct ward_error *err)
+{
+	const struct ward_policy *p = o->policy;
+	struct ward__sb_limits *sl;
+	int r;
+
+	sb->limits = (struct ward__limits_report){0};
+	if (!ward__limits_any(&p->limits) && !(o->cg_parent && o->cg_parent->active))
+		return 0;
+	sl = calloc(1, sizeof(*sl));
+	if (!sl)
+		return ward__error(err, -ENOMEM, "limits", "out of memory");
+	r = ward__sb_limits_setup(&p->limits, userns, o->cg_parent, sl, err);
+	if (r < 0) {
+		free(sl);
+		return r;
+	}
+	priv->limits = sl;
+	ward__sb_limits_describe(sl, &sb->limits);
+	return 0;
+}
+
+void ward__sandbox_limits_release(struct ward__sandbox_priv *priv)
+{
+	if (!priv || !priv->limits)
+		return;
+	/* A cgroup still in use (init not gone) is killed and left to a later sweep. */
+	ward__cgroup_bury(&priv->limits->cg);
+	ward__sb_limits_release(priv->limits);
+	free(priv->limits);
+	priv->limits = NULL;
+}
+
+/*
+ * The command is over (init reported its status, or init is gone): what the
+ * cgroup counted goes into sb->limits, and the cgroup goes.
+ */
+static void limits_collect(struct ward__sandbox *sb)
+{
+	struct ward__sandbox_priv *priv = sb->priv;
+
+	if (!priv || !priv->limits || priv->limits->collected)
+		return;
+	ward__sb_limits_collect(priv->limits, priv->have_usage ? &priv->usage : NULL, &sb->limits);
 }
 
 /* A sandbox with nothing in it yet (no descriptor, no process). */
@@ -472,6 +546,7 @@ static void release(struct ward__sandbox *sb, bool reap)
 		ward__guard_free(priv->guard); /* closes guard_fd */
 		ward_policy_free(priv->policy);
 	}
+	ward__sandbox_limits_release(priv);
 	free(priv);
 	ward__sandbox_reset(sb);
 }
@@ -510,6 +585,8 @@ void ward__sandbox_close(struct ward__sandbox *sb)
 		ward__guard_free(priv->guard); /* its watches, or its own instance */
 		ward_policy_free(priv->policy);
 	}
+	limits_collect(sb);
+	ward__sandbox_limits_release(priv);
 	free(priv);
 	sb->priv = NULL;
 }

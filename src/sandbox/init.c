@@ -26,6 +26,7 @@
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
@@ -330,6 +331,25 @@ _noreturn_ static void command_exec(const struct ward__spawn_opts *o, int report
 	cmd_fail(report_fd, r == -ENOENT ? 127 : 126, &e);
 }
 
+/*
+ * The rlimits of the policy's limits, last before the exec (after the
+ * prepared path has received its descriptors: RLIMIT_NOFILE could refuse
+ * them).
+ */
+static void command_limit(const struct ward__spawn_opts *o, int report_fd)
+{
+	struct ward_error e = {0};
+	int resource = 0, r;
+
+	if (!o->sb_limits)
+		return;
+	r = ward__rlimits_apply(&o->sb_limits->rl, &resource);
+	if (r < 0) {
+		ward__error(&e, r, "limits", "cannot set rlimit %d of the command: %m", resource);
+		cmd_fail(report_fd, 125, &e);
+	}
+}
+
 _noreturn_ static void command_main(const struct ward__spawn_opts *o, int report_fd, int sock,
 				    int landlock_fd, const struct ward__seccomp_prog *prog)
 {
@@ -345,6 +365,7 @@ _noreturn_ static void command_main(const struct ward__spawn_opts *o, int report
 	    (o->policy->mode != WARD_MODE_DANGER_FULL_ACCESS && drop_capabilities(&e) < 0))
 		cmd_fail(report_fd, 125, &e);
 	command_confine(report_fd, sock, landlock_fd, prog);
+	command_limit(o, report_fd);
 	command_exec(o, report_fd);
 }
 
@@ -514,6 +535,8 @@ _noreturn_ static void init_run(const struct ward__spawn_opts *o, int report_fd,
 	bool have_sup = false, have_status = false, sup_done = false;
 	struct ward_error e = {0};
 	int sfd = c->sfd, status = 0, code;
+	int oom_fd = o->sb_limits ? ward__cgroup_oom_fd(&o->sb_limits->cg) : -1;
+	uint32_t status_flags = 0;
 
 	if (cmd < 0) {
 		struct cmd_args ca = {.o = o,
@@ -575,16 +598,29 @@ _noreturn_ static void init_run(const struct ward__spawn_opts *o, int report_fd,
 	}
 
 	for (;;) {
-		struct pollfd pfds[2] = {
+		struct pollfd pfds[3] = {
 			{.fd = sfd, .events = POLLIN},
 			{.fd = have_sup && !sup_done ? sup.listener_fd : -1, .events = POLLIN},
+			{.fd = oom_fd, .events = POLLIN},
 		};
 		struct signalfd_siginfo si;
 
-		if (poll(pfds, 2, -1) < 0) {
+		if (poll(pfds, 3, -1) < 0) {
 			if (errno == EINTR)
 				continue;
 			break;
+		}
+		if (pfds[2].revents & POLLIN) {
+			/*
+			 * cgroup v1 killed one process at the memory limit: the rest of
+			 * the sandbox goes too, as memory.oom.group does on v2.
+			 */
+			uint64_t n;
+
+			(void)!read(oom_fd, &n, sizeof(n));
+			kill_everything(isolated);
+			oom_fd = -1;
+			status_flags |= WARD_STATUS_OOM;
 		}
 		if (pfds[1].revents & POLLIN) {
 			if (ward__supervisor_handle(&sup) < 0) {
@@ -665,9 +701,43 @@ _noreturn_ static void init_run(const struct ward__spawn_opts *o, int report_fd,
 		if (c->lease_fds[i] >= 0)
 			close(c->lease_fds[i]);
 	{
-		struct ward__msg_status m = {.wait_status = status};
+		struct ward__msg_status m = {.wait_status = status, .flags = status_flags};
+		struct rusage ru;
 
+		/* Every process of the sandbox was init's to reap, directly or as an orphan. */
+		if (getrusage(RUSAGE_CHILDREN, &ru) == 0) {
+			m.usage.utime_us = (uint64_t)ru.ru_utime.tv_sec * 1000000 +
+				(uint64_t)ru.ru_utime.tv_usec;
+			m.usage.stime_us = (uint64_t)ru.ru_stime.tv_sec * 1000000 +
+				(uint64_t)ru.ru_stime.tv_usec;
+			m.usage.maxrss_kb = (uint64_t)ru.ru_maxrss;
+		}
+		/*
+		 * What the cgroup counted goes with the status: ward reads nothing
+		 * and waits for nothing more (init leaves and removes the cgroup
+		 * after its last word, see ward__cgroup_leave()).
+		 */
+		if (o->sb_limits && o->sb_limits->cg.active) {
+			ward__cgroup_stats(&o->sb_limits->cg, &m.usage.cg);
+			m.flags |= WARD_STATUS_CGROUP;
+			/*
+			 * ward may exit the moment it reads the status (ward run): the
+			 * parent-death signal must not cut the removal short, or the
+			 * cgroup would outlive everything. Armed again right after.
+			 */
+			prctl(PR_SET_PDEATHSIG, 0);
+		}
 		ward__report(report_fd, WARD_MSG_STATUS, &m, sizeof(m));
+		if (m.flags & WARD_STATUS_CGROUP) {
+			struct pollfd pfd = {.fd = report_fd, .events = POLLOUT};
+
+			ward__cgroup_leave(&o->sb_limits->cg);
+			prctl(PR_SET_PDEATHSIG, isolated ? SIGKILL : WARD_SIG_PARENT_DIED);
+			/* ward went meanwhile (its end of the reports is closed): nothing to wait for. */
+			if (poll(&pfd, 1, 0) > 0 && (pfd.revents & (POLLERR | POLLHUP)))
+				_exit(WIFEXITED(status) ? WEXITSTATUS(status)
+							: 128 + WTERMSIG(status));
+		}
 	}
 	if (have_sup)
 		ward__supervisor_release(&sup);
@@ -899,6 +969,7 @@ static int prepared_command_entry(void *arg)
 		cmd_fail(report_fd, 125, &e);
 	if (close_other_fds(o, &e) < 0)
 		cmd_fail(report_fd, 125, &e);
+	command_limit(o, report_fd);
 	command_exec(o, report_fd);
 }
 

@@ -34,6 +34,7 @@ int ward__sandbox_prepare(const struct ward__spawn_opts *o, struct ward__sandbox
 	struct ward__seccomp_opts so = {0};
 	struct ward__seccomp_prog prog = {0};
 	_cleanup_free_ struct ward__sandbox_priv *priv = NULL;
+	struct ward__spawn_opts child_opts;
 	int report[2] = {-1, -1}, life[2] = {-1, -1}, ctl[2] = {-1, -1};
 	enum ward__isolation iso;
 	unsigned long flags;
@@ -81,21 +82,27 @@ int ward__sandbox_prepare(const struct ward__spawn_opts *o, struct ward__sandbox
 		r = ward__error(err, -errno, "spawn", "cannot create a socket pair: %m");
 		goto fail;
 	}
-	flags = CLONE_PIDFD | SIGCHLD | CLONE_NEWPID;
+	/* Made in its cgroup, limited, like a cold one. */
+	r = ward__sandbox_limits_setup(sb, priv, o, iso == WARD_ISOLATION_USERNS, err);
+	if (r < 0)
+		goto fail;
+	child_opts = *o;
+	child_opts.sb_limits = priv->limits;
+	flags = CLONE_PIDFD | CLONE_NEWPID;
 	if (iso == WARD_ISOLATION_USERNS)
 		flags |= CLONE_NEWUSER;
 	/* As in spawn_attempt: fork semantics, a pidfd without a pid-reuse race. */
-	pid = syscall(SYS_clone, flags, NULL, &pidfd, NULL, 0);
+	pid = ward__cgroup_clone(priv->limits ? &priv->limits->cg : NULL, flags, &pidfd);
 	if (pid < 0) {
-		r = ward__error(err, -errno, "spawn", "cannot create the sandbox: %m");
+		r = ward__error(err, (int)pid, "spawn", "cannot create the sandbox: %m");
 		goto fail;
 	}
 	if (pid == 0) {
 		close(report[0]);
 		close(life[1]);
 		close(ctl[0]);
-		ward__child_prepared_main(o, report[1], life[0], ctl[1], &prog, iso, uid, gid,
-					  ff->landlock_abi);
+		ward__child_prepared_main(&child_opts, report[1], life[0], ctl[1], &prog, iso, uid,
+					  gid, ff->landlock_abi);
 	}
 	close(report[1]);
 	close(life[0]);
@@ -128,6 +135,7 @@ fail:
 		if (ctl[i] >= 0)
 			close(ctl[i]);
 	}
+	ward__sandbox_limits_release(priv);
 	return r;
 }
 

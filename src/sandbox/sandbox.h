@@ -7,7 +7,9 @@
  * filter and its supervisor (seccomp*.c, supervise*.c), the guard of
  * protected paths no mount protects (guard*.c), the sandbox's init (init.c)
  * and ward's handle on a started sandbox: reports, kill, wait, release
- * (handle.c, kill-tree.c, fdpass.c).
+ * (handle.c, kill-tree.c, fdpass.c), and beside the namespaces the limits:
+ * cgroups and rlimits (limits.h: cgroup-host.c, cgroup-base.c, cgroup.c,
+ * rlimit.c, enforce.c).
  *
  * It may call src/policy and src/basic only (and use the types of
  * include/ward/ward.h). src/exec and everything above call it; it calls none
@@ -25,6 +27,7 @@
 
 #include "basic/macro.h"
 #include "policy/policy.h"
+#include "sandbox/limits.h"
 #include "ward/ward.h"
 
 /* ------------------------------------------------------------ host features (features.c) */
@@ -58,9 +61,6 @@ struct ward__features {
 	bool seccomp_user_notif; /* SECCOMP_RET_USER_NOTIF + pidfd_getfd usable */
 	bool mount_api; /* open_tree/move_mount/mount_setattr */
 	bool pidfd;
-	bool cgroup2; /* a cgroup v2 hierarchy is mounted */
-	bool cgroup2_delegated; /* and our cgroup is writable by us */
-	char cgroup_path[256];
 };
 
 /*
@@ -195,7 +195,17 @@ struct ward__msg_error {
 
 struct ward__msg_status {
 	int32_t wait_status; /* as from waitpid() */
+	uint32_t flags; /* WARD_STATUS_* */
+	struct ward__init_usage usage; /* of every process init reaped */
 };
+/*
+ * init killed the sandbox because its v1 memory cgroup ran out (the OOM
+ * eventfd): the kernel's own count may have missed it, its victim being
+ * already dead of init's kill.
+ */
+#define WARD_STATUS_OOM 1u
+/* usage.cg holds the cgroup's counts, and init removes the cgroup (ward need not). */
+#define WARD_STATUS_CGROUP 2u
 
 struct ward__msg_ready {
 	int32_t pid; /* the command's pid inside */
@@ -440,6 +450,17 @@ struct ward__spawn_opts {
 	 */
 	const struct ward__layer *layers;
 	size_t n_layers;
+	/*
+	 * The budget group (a server's, a connection's) the sandbox's cgroup is
+	 * made beneath, or NULL: ward's subtree itself.
+	 */
+	const struct ward__cgroup *cg_parent;
+	/*
+	 * Set by spawn.c and prepare.c for the clone's child, never by callers
+	 * (the limits come from the policy): the cgroup to enter and leave, the
+	 * rlimits of the command.
+	 */
+	const struct ward__sb_limits *sb_limits;
 };
 
 struct ward__denial {
@@ -491,6 +512,8 @@ struct ward__sandbox {
 	bool guard_tripped; /* a protected path was changed (and restored) */
 	char guard_left[PATH_MAX + 64]; /* "path: reason" when a change could not be undone */
 	char fallback_missing[512]; /* in fallback mode: the guarantees not given */
+	/* The policy's limits: how each is enforced, what the run used and hit (once over). */
+	struct ward__limits_report limits;
 	void *priv;
 };
 

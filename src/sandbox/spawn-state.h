@@ -29,10 +29,27 @@ struct ward__sandbox_priv {
 	bool killed;
 	bool reaped;
 	int init_status;
+	/* The limits set up for it (cgroup, rlimits), or NULL when none was asked for. */
+	struct ward__sb_limits *limits;
+	bool have_usage; /* init reported usage with the status */
+	struct ward__init_usage usage;
 };
 
 /* A sandbox with nothing in it yet (no descriptor, no process). */
 WARD_INTERNAL void ward__sandbox_reset(struct ward__sandbox *sb);
+/*
+ * Sets up the policy's limits for a sandbox about to be cloned (its cgroup,
+ * its rlimits; userns: the clone makes a user namespace) into
+ * priv->limits, and says in sb->limits how each is enforced. Nothing is
+ * set up, and 0 returned, when the policy asks for none. -errno with err
+ * (--require-limits, a cgroup that could not be made).
+ */
+WARD_INTERNAL int ward__sandbox_limits_setup(struct ward__sandbox *sb,
+					     struct ward__sandbox_priv *priv,
+					     const struct ward__spawn_opts *o, bool userns,
+					     struct ward_error *err);
+/* Lets go of priv->limits (the cgroup killed and removed, or buried). */
+WARD_INTERNAL void ward__sandbox_limits_release(struct ward__sandbox_priv *priv);
 
 /* ------------------------------------------------------------ the host (spawn.c) */
 

@@ -177,8 +177,12 @@ static int spawn_attempt(const struct ward__spawn_opts *o, struct ward__sandbox 
 		r = ward__error(err, -errno, "spawn", "cannot create a socket pair: %m");
 		goto fail;
 	}
+	/* The cgroup exists, limited, before the sandbox's first process does. */
+	r = ward__sandbox_limits_setup(sb, priv, o, iso == WARD_ISOLATION_USERNS, err);
+	if (r < 0)
+		goto fail;
 
-	flags = CLONE_PIDFD | SIGCHLD;
+	flags = CLONE_PIDFD;
 	if (isolated) {
 		flags |= CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS;
 		if (iso == WARD_ISOLATION_USERNS)
@@ -188,12 +192,13 @@ static int spawn_attempt(const struct ward__spawn_opts *o, struct ward__sandbox 
 	}
 	/*
 	 * A raw clone() with a NULL stack behaves like fork(), but takes the
-	 * namespace flags and hands back a pidfd atomically (no pid-reuse race).
-	 * The child only makes syscalls until it execs or exits.
+	 * namespace flags and hands back a pidfd atomically (no pid-reuse race);
+	 * with a v2 cgroup it is clone3() into it. The child only makes syscalls
+	 * until it execs or exits.
 	 */
-	pid = syscall(SYS_clone, flags, NULL, &pidfd, NULL, 0);
+	pid = ward__cgroup_clone(priv->limits ? &priv->limits->cg : NULL, flags, &pidfd);
 	if (pid < 0) {
-		r = -errno;
+		r = (int)pid;
 		/* EPERM: a seccomp filter or AppArmor; ENOSPC/EUSERS: user.max_user_namespaces; EINVAL: no userns. */
 		if (isolated &&
 		    (r == -EPERM || r == -EACCES || r == -ENOSPC || r == -EUSERS || r == -EINVAL)) {
@@ -219,6 +224,7 @@ static int spawn_attempt(const struct ward__spawn_opts *o, struct ward__sandbox 
 		if (net[0] >= 0)
 			close(net[0]);
 		co.net_fd = net[1];
+		co.sb_limits = priv->limits;
 		/*
 		 * init holds on to the guard's inotify instance: see ward__init_main().
 		 * Never a shared instance (guard_fd is -1 then): that one is ward's.
@@ -326,6 +332,7 @@ fail:
 		ward__guard_free(priv->guard);
 		ward_policy_free(priv->policy);
 	}
+	ward__sandbox_limits_release(priv);
 	sb->guard_fd = -1;
 	return r;
 }

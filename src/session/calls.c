@@ -114,6 +114,8 @@ static void finish_kill_call(struct session *se)
 		r->session_id = se->id;
 		r->exited = se->exited;
 		r->exit_code = se->exited ? ward__proc_exit_code(se->proc) : 0;
+		if (se->exited)
+			r->limits = ward__proc_sandbox(se->proc)->limits;
 		r->killed = true;
 		r->denied = ward__proc_denied(se->proc);
 		r->output = strdup("");
@@ -480,6 +482,8 @@ static void call_complete(struct call *c)
 		r->session_id = se->id;
 		r->exited = se->exited;
 		r->exit_code = se->exited ? ward__proc_exit_code(se->proc) : 0;
+		if (se->exited)
+			r->limits = ward__proc_sandbox(se->proc)->limits;
 		r->killed = se->killed;
 		r->original_token_count = (total + 3) / 4;
 		if (out_take(se, &raw, &raw_len, &omitted) < 0) {

@@ -122,6 +122,7 @@ struct ward__sessions {
 	uint64_t use_clock;
 	size_t held; /* bytes of unread output in every session's capture */
 	size_t n_paused;
+	const struct ward__cgroup *cg_parent; /* the budget the sandboxes are made in, or NULL */
 };
 
 #define ID_SLOTS (WARD_SESSION_ID_MAX - WARD_SESSION_ID_MIN + 1)

@@ -88,6 +88,19 @@ char *ward__session_reply_text(const struct ward__session_reply *r)
 		q = ward__buf_printf(&b, "Process exited with code %d\n", r->exit_code);
 	else if (q >= 0)
 		q = ward__buf_printf(&b, "Process running with session ID %d\n", r->session_id);
+	/* The model reads why a command died: a limit is not a crash of its own. */
+	if (q >= 0 && r->exited && r->limits.hit && r->limits.hit_resource == WARD_RES_MEMORY)
+		q = ward__buf_printf(
+			&b, "Limit: killed at the %smemory limit of %llu bytes (peak %llu)\n",
+			r->limits.hit_budget ? "server's " : "",
+			(unsigned long long)r->limits.hit_max,
+			(unsigned long long)r->limits.hit_peak);
+	else if (q >= 0 && r->exited && r->limits.hit)
+		q = ward__buf_printf(&b,
+				     "Limit: %llu forks refused at the %sprocess limit of %llu\n",
+				     (unsigned long long)r->limits.hit_count,
+				     r->limits.hit_budget ? "server's " : "",
+				     (unsigned long long)r->limits.hit_max);
 	if (q >= 0)
 		q = ward__buf_printf(&b, "Original token count: %" PRIu64 "\n",
 				     r->original_token_count);
@@ -171,6 +184,9 @@ json_t *ward__session_reply_json(const struct ward__session_reply *r)
 		json_object_set_new(o, "note", ward__json_string_lossy(r->note, strlen(r->note)));
 	if (r->killed)
 		json_object_set_new(o, "killed", json_true());
+	/* What the command used and the limit it hit, once it is over (as ward run --json). */
+	if (r->exited)
+		ward__limits_json_add(o, &r->limits);
 	if (r->denied < 0) {
 		/* Without an exact signal from the host, say so; never guess (as ward run --json). */
 		json_object_set_new(o, "sandbox_denied", json_string("unavailable"));

@@ -94,6 +94,12 @@ struct ward__sessions_config {
 	 */
 	struct ward__changes_cfg *changes;
 	bool hold;
+	/*
+	 * The budget group every session's sandbox is made beneath (the
+	 * server's total, src/sandbox/limits.h), or NULL. A start is refused
+	 * while its totals are spent.
+	 */
+	const struct ward__cgroup *cg_parent;
 };
 
 struct ward__exec_args {
@@ -163,6 +169,8 @@ struct ward__session_reply {
 	bool killed; /* ended by kill_session */
 	/* What the command changed (src/changes' JSON), with the exit that ends it; else NULL. */
 	json_t *changes;
+	/* When exited: its limits, how enforced, what it used and the limit it hit. */
+	struct ward__limits_report limits;
 	/* Set when the call failed after it was accepted (the session ended under it): a tool error. */
 	char *error;
 };

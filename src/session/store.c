@@ -241,6 +241,7 @@ int ward__sessions_new(struct ward__loop *l, const struct ward__sessions_config 
 		ward__error(err, r, "session", "cannot copy the policy: %m");
 		goto fail;
 	}
+	s->cg_parent = c->cg_parent;
 	/* The store's client alone uses the sandboxes prepared for its sessions. */
 	r = ward__proc_pool_new(l, &s->pool);
 	if (r < 0) {
@@ -586,6 +587,11 @@ static int start_session(struct ward__sessions *s, const struct ward__exec_args 
 	spec.tty = a->tty;
 	spec.rows = a->rows;
 	spec.cols = a->cols;
+	spec.cg_parent = s->cg_parent;
+	/* A spent budget refuses the start: never another session's process killed to make room. */
+	r = ward__cgroup_admit(s->cg_parent, 2, "the server's", err);
+	if (r < 0)
+		goto fail;
 	r = ward__proc_start(s->loop, &spec, &ward__session_proc_ops, se, &se->proc, err);
 	if (r < 0)
 		goto fail;

@@ -34,6 +34,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <sys/mount.h>
 #include <sys/ptrace.h>
 #include <sys/socket.h>
@@ -1438,6 +1439,108 @@ static int op_spawn_escaper(int argc, char **argv)
 	return ok("escaper started, pid in %s", argv[1]);
 }
 
+/* ------------------------------------------------------------ resources (limits) */
+
+/*
+ * alloc MIB: allocates and touches MIB MiB, one at a time, and prints how
+ * many it got. Bounded by MIB whatever the limits: a broken limit costs the
+ * test machine MIB MiB, no more.
+ */
+static int op_alloc(int argc, char **argv)
+{
+	long mib = argc > 1 ? strtol(argv[1], NULL, 10) : 0;
+	long got = 0;
+
+	if (mib <= 0 || mib > 4096)
+		return usage("alloc MIB (1..4096)");
+	for (; got < mib; got++) {
+		char *p = mmap(NULL, 1 << 20, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+			       -1, 0);
+
+		if (p == MAP_FAILED)
+			return fail(errno, "mmap after %ld MiB", got);
+		memset(p, 0x5a, 1 << 20);
+	}
+	return ok("allocated %ld MiB", got);
+}
+
+/*
+ * forkloop N: forks children that wait, until N exist or a fork fails; prints
+ * how many and why it stopped, then ends them. Each child ends by itself after
+ * 60 s should its parent be killed first: a fork storm that stops by itself.
+ */
+static int op_forkloop(int argc, char **argv)
+{
+	long n = argc > 1 ? strtol(argv[1], NULL, 10) : 0, made = 0;
+	pid_t *kids;
+	int err = 0;
+
+	if (n <= 0 || n > 20000)
+		return usage("forkloop N (1..20000)");
+	kids = calloc((size_t)n, sizeof(*kids));
+	if (!kids)
+		return fail(ENOMEM, "calloc");
+	for (; made < n; made++) {
+		pid_t k = fork();
+
+		if (k == 0) {
+			alarm(60);
+			pause();
+			_exit(0);
+		}
+		if (k < 0) {
+			err = errno;
+			break;
+		}
+		kids[made] = k;
+	}
+	for (long i = 0; i < made; i++)
+		kill(kids[i], SIGKILL);
+	while (wait(NULL) > 0)
+		;
+	free(kids);
+	printf("forkloop: forked %ld of %ld, %s\n", made, n, err ? strerror(err) : "all");
+	return 0;
+}
+
+/* openfiles N: opens /dev/null until N are open or an open fails; prints how many. */
+static int op_openfiles(int argc, char **argv)
+{
+	long n = argc > 1 ? strtol(argv[1], NULL, 10) : 0, opened = 0;
+	int err = 0;
+
+	if (n <= 0 || n > 100000)
+		return usage("openfiles N");
+	for (; opened < n; opened++)
+		if (open("/dev/null", O_RDONLY) < 0) {
+			err = errno;
+			break;
+		}
+	printf("openfiles: %ld, %s\n", opened, err ? strerror(err) : "all");
+	return 0;
+}
+
+/* cpuburn SECONDS: spins for SECONDS of wall time; prints the CPU time it got (ms). */
+static int op_cpuburn(int argc, char **argv)
+{
+	double s = argc > 1 ? strtod(argv[1], NULL) : 0;
+	struct timespec t0, t, c;
+	volatile unsigned long x = 0;
+
+	if (s <= 0 || s > 60)
+		return usage("cpuburn SECONDS (<= 60)");
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	do {
+		for (int i = 0; i < 100000; i++)
+			x += (unsigned long)i;
+		clock_gettime(CLOCK_MONOTONIC, &t);
+	} while ((double)(t.tv_sec - t0.tv_sec) + (double)(t.tv_nsec - t0.tv_nsec) / 1e9 < s);
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c);
+	printf("cpuburn: %ld ms of CPU in %.1f s\n", (long)c.tv_sec * 1000 + c.tv_nsec / 1000000,
+	       s);
+	return 0;
+}
+
 /* ------------------------------------------------------------ dispatch */
 
 struct op {
@@ -1447,6 +1550,10 @@ struct op {
 
 static const struct op ops[] = {
 	{"write", op_write},
+	{"alloc", op_alloc},
+	{"forkloop", op_forkloop},
+	{"openfiles", op_openfiles},
+	{"cpuburn", op_cpuburn},
 	{"append", op_append},
 	{"write-fd", op_write_fd},
 	{"read", op_read},

@@ -231,7 +231,7 @@ t_text_and_base64() {
 	expect_json 'd["stdout_base64"]' "\"$(printf 'a\377b\000c\342\202\254\n' | base64 -w0)\""
 	wj -- printf 'x'
 	expect_json '"stdout_base64" in d' false
-	expect_json 'sorted(d)' '["cancelled", "denials", "denials_dropped", "duration_ms", "error", "exit_code", "guard_tripped", "output", "output_omitted_bytes", "sandbox", "sandbox_denied", "signal", "signal_name", "stderr", "stderr_omitted_bytes", "stdout", "stdout_omitted_bytes", "timed_out"]'
+	expect_json 'sorted(d)' '["cancelled", "denials", "denials_dropped", "duration_ms", "error", "exit_code", "guard_tripped", "limit", "limits", "output", "output_omitted_bytes", "sandbox", "sandbox_denied", "signal", "signal_name", "stderr", "stderr_omitted_bytes", "stdout", "stdout_omitted_bytes", "timed_out", "usage"]'
 	expect_json 'sorted(d["sandbox"])' '["fallback_missing", "isolation", "landlock_abi", "network", "seccomp"]'
 	# One object on one line, then a newline.
 	[ "$(wc -l <"$T/.run/stdout")" = 1 ] || fail "the JSON is not one line"

@@ -367,7 +367,7 @@ EOS
 	grep -m 1 -E '"id":2[,}]' "$T/.run/stdout" | grep -qE '"wall_time_seconds":[0-9]+(\.[0-9]{1,4})?[,}]' ||
 		fail "the wall time is not written to 0.1 ms: $(grep -o '"wall_time_seconds":[^,]*' "$T/.run/stdout" | head -1)"
 	jget "$r2" 'list(m["result"]["structuredContent"])' |
-		grep -qx "\['chunk_id', 'wall_time_seconds', 'exit_code', 'original_token_count', 'sandbox_denied', 'denials', 'output'\]" ||
+		grep -qx "\['chunk_id', 'wall_time_seconds', 'exit_code', 'original_token_count', 'limits', 'usage', 'limit', 'sandbox_denied', 'denials', 'output'\]" ||
 		fail "the structured result's members: $(jget "$r2" 'list(m["result"]["structuredContent"])')"
 	jget "$r2" 'm["result"]["structuredContent"]["denials"]' |
 		grep -qF "['create $target by openat (Read-only file system; outside the writable roots)']" ||

@@ -685,14 +685,14 @@ static struct ward__proc *start_spec(struct ward__loop *l, struct ward__proc_spe
 	return p;
 }
 
-/* Runs the loop until the pool has a sandbox ready (at most 10 s). */
+/* Runs the loop until the pool has its sandboxes ready for one policy (at most 10 s). */
 static void wait_ready(struct ward__loop *l, struct ward__proc_pool *pool)
 {
 	uint64_t deadline = ward__now_ms() + 10000;
 
-	while (ward__proc_pool_ready(pool) == 0 && ward__now_ms() < deadline)
+	while (ward__proc_pool_ready(pool) < WARD_POOL_DEPTH && ward__now_ms() < deadline)
 		ASSERT_OK(ward__loop_iterate(l, 20));
-	ASSERT_EQ(ward__proc_pool_ready(pool), 1);
+	ASSERT_EQ(ward__proc_pool_ready(pool), WARD_POOL_DEPTH);
 }
 
 /* Runs cmd through sh -c with the pool, in cwd (NULL: the policy's); its output, exit code, *ret_warm. */
@@ -811,9 +811,10 @@ TEST(prepared_sandbox_runs_a_command_as_a_cold_one)
 			/* The pipes' slot has its sandbox ready; the tty's, a new slot, gets one too. */
 			uint64_t deadline = ward__now_ms() + 10000;
 
-			while (ward__proc_pool_ready(pool) < 2 && ward__now_ms() < deadline)
+			while (ward__proc_pool_ready(pool) < 2 * WARD_POOL_DEPTH &&
+			       ward__now_ms() < deadline)
 				ASSERT_OK(ward__loop_iterate(l, 20));
-			ASSERT_EQ(ward__proc_pool_ready(pool), 2);
+			ASSERT_EQ(ward__proc_pool_ready(pool), 2 * WARD_POOL_DEPTH);
 		}
 	}
 	ward__proc_pool_free(pool);
@@ -1099,9 +1100,9 @@ TEST_TIMEOUT(prepared_sandbox_goes_when_unused_or_dead, 60)
 	ASSERT_OK(ward__proc_pool_new(l, &pool));
 	free(run_in(l, pool, pol, "true", false, &code, &launched));
 	wait_ready(l, pool);
-	for (int i = 0; i < 100 && other_children(0) != 1; i++)
+	for (int i = 0; i < 100 && other_children(0) != WARD_POOL_DEPTH; i++)
 		ward__loop_iterate(l, 20);
-	ASSERT_EQ(other_children(0), 1);
+	ASSERT_EQ(other_children(0), WARD_POOL_DEPTH);
 	/* Unused for WARD_POOL_IDLE_MS: thrown away, nothing of it left. */
 	deadline = ward__now_ms() + WARD_POOL_IDLE_MS + 3000;
 	while (ward__now_ms() < deadline && (ward__proc_pool_ready(pool) || other_children(0)))
