@@ -17,9 +17,9 @@
 # run under ASan; default "cli process fs escape fallback mcp"), WARD_TEST_UNPRIV_UID
 # (default 65534).
 #
-# As root, the isolation suites also run on two simulated hardened hosts
-# (WARD_TEST_HOST, see tests/integration/lib.sh): user namespaces refused, and
-# user namespaces and Landlock refused.
+# As root, the isolation suites also run on three simulated hardened hosts
+# (WARD_TEST_HOST, see tests/integration/lib.sh): user namespaces refused,
+# user namespaces and Landlock refused, and a container's masked /proc.
 set -uo pipefail
 
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -226,8 +226,9 @@ if [ "$(id -u)" = 0 ]; then
 
 	# Root where user namespaces are refused builds the same sandbox from the
 	# other namespaces; hardened-wrapper simulates such hosts (ward's isolation
-	# suites run through it), with and without Landlock.
-	for host in userns-refused userns-landlock-refused; do
+	# suites run through it), with and without Landlock, and a container that
+	# masks parts of its /proc (the sandbox keeps the container's).
+	for host in userns-refused userns-landlock-refused proc-masked; do
 		echo "== isolation tests as root, $host"
 		run build --label "root-$host" --suite integration --only "$isolation_suites" \
 			--env "WARD_TEST_HOST=$host"
