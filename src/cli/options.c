@@ -13,6 +13,7 @@
 #include "basic/util.h"
 #include "cli/cli.h"
 #include "policy/policy.h"
+#include "ward-commit.h"
 
 #define STDIN_FILE_MAX (64ULL << 20)
 
@@ -502,7 +503,7 @@ int cli_help_or_version(const struct cli_run_args *a, const char *help)
 		return 0;
 	}
 	if (a->version) {
-		printf("ward %s\n", ward_version());
+		printf("ward %s (commit %s)\n", ward_version(), WARD_COMMIT);
 		return 0;
 	}
 	return -1;
