@@ -152,6 +152,100 @@ t_unix_socket() {
 	assert_absent "$sock"
 }
 
+# Socket activation as systemd does it (sd_listen_fds(3)), played by a few lines of Python:
+# the listening sockets from fd 3, LISTEN_FDS of them, LISTEN_PID the server's own pid
+# (the launcher execs ward). activate ADDR... -- ARGS: ADDR is unix:PATH, tcp:IP (port 0),
+# file:PATH (not a socket), otherpid (LISTEN_PID of another process); the bound addresses,
+# one per line, in $T/.run/addrs; ward serve ARGS in the background, its pid in SPID.
+activate() {
+	local addrs=()
+	while [ "$1" != -- ]; do
+		addrs+=("$1")
+		shift
+	done
+	shift
+	"$SPY" - "$T/.run/addrs" "${addrs[@]}" -- "$WARD" serve "$@" >"$T/.run/serve.out" 2>"$T/.run/serve.err" <<'PYEOF' &
+import os, socket, sys
+out, rest = sys.argv[1], sys.argv[2:]
+i = rest.index("--")
+specs, argv = rest[:i], rest[i + 1:]
+fds, urls, pid = [], [], str(os.getpid())
+for spec in specs:
+    kind, _, arg = spec.partition(":")
+    if kind == "unix":
+        s = socket.socket(socket.AF_UNIX)
+        s.bind(arg)
+        s.listen(16)
+        urls.append("unix:" + arg)
+    elif kind == "tcp":
+        s = socket.socket()
+        s.bind((arg, 0))
+        s.listen(16)
+        urls.append("ws://%s:%d" % s.getsockname())
+    elif kind == "file":
+        s = open(arg, "w")
+    elif kind == "otherpid":
+        pid = "1"
+        continue
+    fds.append(s.fileno())
+    globals().setdefault("keep", []).append(s)
+open(out, "w").write("".join(u + "\n" for u in urls))
+# Out of the way first (a socket may already sit on 3), then into place, inheritable.
+high = [os.dup(fd) for fd in fds]
+for n, fd in enumerate(high):
+    os.dup2(fd, 3 + n, inheritable=True)
+    os.set_inheritable(3 + n, True)
+os.environ.update(LISTEN_FDS=str(len(fds)), LISTEN_PID=pid, LISTEN_FDNAMES=":".join(["x"] * len(fds)))
+os.execv(argv[0], argv)
+PYEOF
+	SPID=$!
+	BG_PIDS+=("$SPID")
+	wait_for test -s "$T/.run/serve.err" || fail "ward serve said nothing"
+}
+
+t_socket_activation() {
+	local tok u
+	activate "unix:$T/a.sock" tcp:127.0.0.1 -- --listen systemd --token-file "$T/token"
+	wait_for grep -q "listening on ws://" "$T/.run/serve.err" || fail "not listening: $(cat "$T/.run/serve.err")"
+	tok=$(cat "$T/token")
+	for u in $(cat "$T/.run/addrs"); do
+		grep -q "listening on $u\$" "$T/.run/serve.err" || fail "$u not served: $(cat "$T/.run/serve.err")"
+		client run "$u" "$tok"
+		assert_eq "$(out)" ok "a client through the passed socket $u"
+	done
+	kill -TERM "$SPID"
+	wait "$SPID"
+	# The socket is systemd's: its path stays.
+	[ -S "$T/a.sock" ] || fail "the passed socket's path was removed"
+	rm -f "$T/a.sock"
+	# Without --listen, the passed sockets are the default.
+	activate "unix:$T/a.sock" -- --no-auth
+	wait_for grep -q "listening on unix:$T/a.sock" "$T/.run/serve.err" || fail "not the default: $(cat "$T/.run/serve.err")"
+	client run "unix:$T/a.sock" ""
+	assert_eq "$(out)" ok "a client through the default passed socket"
+	kill -TERM "$SPID"
+	wait "$SPID"
+	rm -f "$T/a.sock"
+	# Passed to another process (LISTEN_PID not ours): not ours to serve.
+	activate otherpid "unix:$T/a.sock" -- --listen systemd --no-auth
+	wait "$SPID"
+	WRC=$?
+	expect_rc 125
+	grep -q "no sockets were passed" "$T/.run/serve.err" || fail "$(cat "$T/.run/serve.err")"
+	rm -f "$T/a.sock"
+	# Not a socket, and a socket beyond loopback without --allow-remote: refused.
+	activate "file:$T/plain" -- --listen systemd --no-auth
+	wait "$SPID"
+	WRC=$?
+	expect_rc 125
+	grep -q "descriptor 3 is not a listening stream socket" "$T/.run/serve.err" || fail "$(cat "$T/.run/serve.err")"
+	activate tcp:0.0.0.0 -- --listen systemd --token-file "$T/token"
+	wait "$SPID"
+	WRC=$?
+	expect_rc 125
+	grep -q "not a loopback address: that needs --allow-remote" "$T/.run/serve.err" || fail "$(cat "$T/.run/serve.err")"
+}
+
 t_max_connections() {
 	local tok
 	serve --listen ws://127.0.0.1:0 --token-file "$T/token" --max-connections 1
@@ -929,6 +1023,7 @@ tcase "the fs queue charges the whole request it keeps (64 MiB per connection)" 
 tcase "bad start-up options are refused with one line (125)" t_refusals_at_start
 tcase "a first run without XDG_RUNTIME_DIR or ~/.local: the token's directory is made" t_first_run_token_dir
 tcase "unix socket listener (0600, stale socket replaced)" t_unix_socket
+tcase "socket activation: the sockets systemd passes (LISTEN_FDS), only when LISTEN_PID is ours" t_socket_activation
 tcase "connections beyond --max-connections get 503" t_max_connections
 tcase "100 connections dropped mid-request: server carries on, nothing left" t_dropped_connections
 tcase "300 stalled handshakes: bounded, a client with the token still served" t_handshake_flood
