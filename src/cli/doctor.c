@@ -47,6 +47,15 @@ static bool apparmor_load_command(char *cmd, size_t size, char *profile, size_t 
 	exe[n] = '\0';
 	if (WARD_APPARMOR_PROFILE[0] && strcmp(exe, WARD_INSTALL_PATH) == 0 &&
 	    stat(WARD_APPARMOR_PROFILE, &st) == 0) {
+		/* A package keeps it outside /etc/apparmor.d (Debian): copied there, it stays loaded. */
+		if (strncmp(WARD_APPARMOR_PROFILE, "/etc/apparmor.d/", 16) != 0) {
+			snprintf(profile, psize, "/etc/apparmor.d/ward");
+			snprintf(
+				cmd, size,
+				"sudo install -m 644 %s /etc/apparmor.d/ward && sudo apparmor_parser -r /etc/apparmor.d/ward",
+				WARD_APPARMOR_PROFILE);
+			return true;
+		}
 		snprintf(profile, psize, "%s", WARD_APPARMOR_PROFILE);
 		snprintf(cmd, size, "sudo apparmor_parser -r %s", WARD_APPARMOR_PROFILE);
 		return true;
