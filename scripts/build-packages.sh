@@ -30,7 +30,7 @@ trap 'rm -rf "$work"' EXIT
 mkdir "$work/ward"
 # What git knows (committed or not, never ignored build output), with the commit.
 git -C "$top" ls-files -z --cached --others --exclude-standard |
-	(cd "$top" && xargs -0 tar -cf - --no-recursion) | tar -C "$work/ward" -xf -
+	tar -C "$top" --null --no-recursion -T - -cf - | tar -C "$work/ward" -xf -
 git -C "$top" rev-parse --short=12 HEAD >"$work/ward/.ward-commit"
 [ -n "$(git -C "$top" status --porcelain)" ] && echo "build-packages: note: uncommitted changes are included" >&2
 

@@ -3,7 +3,8 @@
 #
 # libward's exported symbols against its ABI as released: every symbol the
 # built library exports is in src/libward.sym under its version node, every
-# symbol listed there is exported, all are ward_* (never the internal ward__*),
+# symbol listed there is exported and declared WARD_PUBLIC in ward.h (and every
+# one declared is listed), all are ward_* (never the internal ward__*),
 # the soname is libward.so.0, and debian/libward0.symbols (what dpkg-gensymbols
 # holds the Debian package to) lists the same. TAP.
 #
@@ -35,6 +36,13 @@ listed() {
 }
 
 t_matches() { diff <(listed) <(exported); }
+# Every function ward.h declares WARD_PUBLIC is listed (a new one missing here would be
+# hidden by the script's "local: *" and fail to link in every program using it).
+declared() {
+	tr '\n' ' ' <"$src/include/ward/ward.h" | grep -o 'WARD_PUBLIC [^;{]*(' |
+		grep -o 'ward_[a-z0-9_]*[[:space:]]*($' | tr -d ' (' | sort -u
+}
+t_header() { diff <(declared) <(listed | awk '{print $1}'); }
 t_names() { ! exported | awk '{print $1}' | grep -v '^ward_[a-z0-9]' || ! exported | grep '^ward__'; }
 t_soname() {
 	local s
@@ -48,6 +56,7 @@ t_debian() {
 }
 
 check "every exported symbol is in src/libward.sym under its node, and the reverse" t_matches
+check "every WARD_PUBLIC function of ward.h is in src/libward.sym, and the reverse" t_header
 check "only ward_* symbols are exported" t_names
 check "the soname is libward.so.0" t_soname
 check "debian/libward0.symbols lists the same symbols" t_debian

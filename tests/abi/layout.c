@@ -4,7 +4,8 @@
  * of every public structure and the value of every public constant as
  * released in 0.1.0, checked at compile time. A change here breaks programs
  * built against libward.so.0: it needs a new soname, not an edit of this
- * file. Compiled as C11 with -pedantic-errors (tests/abi/header.c) and, as
+ * file. (Until 0.1.0 is tagged the layout may still move: then this file
+ * moves with it, in the same commit.) Compiled as C11 with -pedantic-errors (tests/abi/header.c) and, as
  * header-cxx.cc, as C++11: ward.h must be usable from both.
  */
 #include <stddef.h>
@@ -50,13 +51,14 @@ OFF(ward_approval_granular, mcp_elicitations, 4);
 
 /* The structures with pointers, as laid out on LP64 targets (x86-64, arm64). */
 #if defined(__LP64__)
-ABI(sizeof(struct ward_denial_info) == 32);
+ABI(sizeof(struct ward_denial_info) == 40);
 OFF(ward_denial_info, access, 0);
 OFF(ward_denial_info, syscall, 8);
 OFF(ward_denial_info, error, 16);
 OFF(ward_denial_info, target, 24);
+OFF(ward_denial_info, reason, 32);
 
-ABI(sizeof(struct ward_approval_question) == 80);
+ABI(sizeof(struct ward_approval_question) == 104);
 OFF(ward_approval_question, argv, 0);
 OFF(ward_approval_question, cwd, 8);
 OFF(ward_approval_question, reason, 16);
@@ -68,6 +70,9 @@ OFF(ward_approval_question, n_denials, 48);
 OFF(ward_approval_question, denials_dropped, 56);
 OFF(ward_approval_question, proposed_prefix_rule, 64);
 OFF(ward_approval_question, decisions, 72);
+OFF(ward_approval_question, network_target, 80);
+OFF(ward_approval_question, proposed_network_rule, 88);
+OFF(ward_approval_question, unprotect, 96);
 #endif
 
 int main(void)
