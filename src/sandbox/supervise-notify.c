@@ -142,7 +142,8 @@ static pid_t proc_pid(pid_t pid)
 	fd = syscall(SYS_pidfd_open, pid, PIDFD_THREAD);
 	if (fd < 0 && errno == EINVAL)
 		fd = syscall(SYS_pidfd_open, pid, 0);
-	if (fd < 0 && errno == EINVAL) {
+	/* Not a thread-group leader: EINVAL before Linux 6.9, ENOENT since. */
+	if (fd < 0 && (errno == EINVAL || errno == ENOENT)) {
 		pid_t group = thread_group_of(pid);
 
 		if (group < 0)
@@ -250,9 +251,9 @@ static int target_pidfd(pid_t pid)
 	if (fd >= 0 || errno != EINVAL)
 		return fd >= 0 ? (int)fd : -errno;
 	fd = syscall(SYS_pidfd_open, pid, 0);
-	if (fd >= 0 || errno != EINVAL)
+	if (fd >= 0 || (errno != EINVAL && errno != ENOENT))
 		return fd >= 0 ? (int)fd : -errno;
-	/* Not a thread-group leader on a kernel without PIDFD_THREAD: its fd table is the group's. */
+	/* Not a thread-group leader without PIDFD_THREAD: its fd table is the group's. */
 	if (proc_is_foreign()) {
 		pid_t group = thread_group_of(pid);
 

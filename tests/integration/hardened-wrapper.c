@@ -26,6 +26,9 @@
  *                 keys, timer_list...; /proc/sys read-only), so the kernel
  *                 refuses a fresh procfs in any user namespace made beneath. No
  *                 namespace is refused then (only Landlock, with --no-landlock).
+ * --no-pidfd-thread
+ *                 pidfd_open() without PIDFD_THREAD (EINVAL), as before Linux 6.9:
+ *                 a thread other than its process's first gets no pidfd of its own.
  * --apparmor-restrict
  *                 Ubuntu 24.04's restriction as `ward doctor` sees it: in a
  *                 private mount namespace /proc/sys/kernel is replaced by a copy
@@ -215,10 +218,14 @@ static int apparmor_restrict(void)
 	return 0;
 }
 
+static bool no_pidfd_thread;
+
 static bool option(const char *o, bool *userns_only, bool *no_landlock, bool *aa, bool *proc)
 {
 	if (strcmp(o, "--proc-masked") == 0)
 		*proc = true;
+	else if (strcmp(o, "--no-pidfd-thread") == 0)
+		no_pidfd_thread = true;
 	else if (strcmp(o, "--userns-only") == 0)
 		*userns_only = true;
 	else if (strcmp(o, "--no-landlock") == 0)
@@ -277,7 +284,7 @@ int main(int argc, char **argv)
 	if (i >= argc) {
 		fprintf(stderr,
 			"usage: hardened-wrapper [--userns-only] [--no-landlock] "
-			"[--apparmor-restrict] [--proc-masked] COMMAND [ARG...]\n");
+			"[--apparmor-restrict] [--proc-masked] [--no-pidfd-thread] COMMAND [ARG...]\n");
 		return 2;
 	}
 	if (aa) {
@@ -298,7 +305,7 @@ int main(int argc, char **argv)
 		}
 	}
 	/* No filter at all: a runtime's profile that allows namespaces (and no_new_privs stays off). */
-	if (proc && !no_landlock)
+	if (proc && !no_landlock && !no_pidfd_thread)
 		goto exec;
 	ctx = seccomp_init(SCMP_ACT_ALLOW);
 	if (!ctx) {
@@ -331,6 +338,10 @@ int main(int argc, char **argv)
 			r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(clone), 1,
 					     SCMP_A0(SCMP_CMP_MASKED_EQ, ns_flags[k], ns_flags[k]));
 	}
+	/* PIDFD_THREAD is O_EXCL: any flag set is refused, as a kernel before 6.9 does. */
+	if (r == 0 && no_pidfd_thread)
+		r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EINVAL), SCMP_SYS(pidfd_open), 1,
+				     SCMP_A1(SCMP_CMP_MASKED_EQ, O_EXCL, O_EXCL));
 	if (r == 0 && no_landlock) {
 		r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(ENOSYS), SCMP_SYS(landlock_create_ruleset),
 				     0);

@@ -160,6 +160,19 @@ def f():
     print(\"thread: ok\")
 t = threading.Thread(target=f); t.start(); t.join()'"
 	assert_stdout_has "thread: ok"
+	# The same before Linux 6.9 (no pidfd for such a thread: ward finds its thread group).
+	printf '%s\n%s\n' "$(head -n 1 "$WARD.conf")" "--proc-masked --no-pidfd-thread" >"$T/ward.conf"
+	ln -s "$HARDENED" "$T/ward"
+	LAST_CMD="ward run (no PIDFD_THREAD) -- python3 thread connect"
+	timeout 20 "$T/ward" run --allow-unix-socket "$OUT/d/host.sock" -- sh -c "cd '$OUT/d' && exec '$PY' -c '
+import socket, threading
+def f():
+    s = socket.socket(socket.AF_UNIX)
+    s.connect(\"host.sock\")
+    print(\"thread: ok\")
+t = threading.Thread(target=f); t.start(); t.join()'" </dev/null >"$T/.run/stdout" 2>"$T/.run/stderr"
+	WRC=$?
+	assert_stdout_has "thread: ok"
 }
 
 tcase "ward doctor predicts the refused /proc and says how to get one" t_doctor
