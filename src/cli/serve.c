@@ -14,6 +14,7 @@
 #include <string.h>
 #include <sys/random.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include "basic/cleanup.h"
@@ -244,8 +245,15 @@ static char *load_token(const char *path)
 	_cleanup_close_ int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
 	char buf[4200];
 	struct stat st;
+	struct statvfs sv;
+	bool secret, linked = false;
 	ssize_t n;
 
+	/* A mounted secret is reached through symlinks (Kubernetes' ..data): followed for it only. */
+	if (fd < 0 && errno == ELOOP) {
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+		linked = true;
+	}
 	if (fd < 0 && errno == ENOENT) {
 		uint8_t rnd[32];
 		char tok[sizeof(rnd) * 2 + 2];
@@ -274,14 +282,29 @@ static char *load_token(const char *path)
 		cli_errorf("serve: the token file '%s' is not a regular file", path);
 		return NULL;
 	}
-	if (st.st_mode & 077) {
+	/*
+	 * A mounted secret (Kubernetes, podman): root's, on a read-only mount,
+	 * readable by the owner and the pod's group only. Nobody but root can
+	 * change it, and nobody outside the group read it: accepted as well.
+	 */
+	secret = st.st_uid == 0 && st.st_uid != geteuid() && fstatvfs(fd, &sv) == 0 &&
+		(sv.f_flag & ST_RDONLY) && !(st.st_mode & 007);
+	if (linked && !secret) {
+		cli_errorf(
+			"serve: the token file '%s' is a symlink (only a mounted secret's may be)",
+			path);
+		return NULL;
+	} else if (secret) {
+		/* Root's, read-only, nobody else's: checked above. */
+	} else if (st.st_mode & 077) {
 		cli_errorf(
 			"serve: the token file '%s' can be read by others (mode %04o): chmod 600 it",
 			path, (unsigned)(st.st_mode & 07777));
 		return NULL;
-	}
-	if (st.st_uid != geteuid()) {
-		cli_errorf("serve: the token file '%s' belongs to another user", path);
+	} else if (st.st_uid != geteuid()) {
+		cli_errorf("serve: the token file '%s' belongs to another user (a mounted secret "
+			   "must be root's, on a read-only mount, with no access for others)",
+			   path);
 		return NULL;
 	}
 	n = ward__read_full(fd, buf, sizeof(buf) - 1);

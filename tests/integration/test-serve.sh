@@ -246,6 +246,43 @@ t_socket_activation() {
 	grep -q "not a loopback address: that needs --allow-remote" "$T/.run/serve.err" || fail "$(cat "$T/.run/serve.err")"
 }
 
+# Kubernetes and podman mount a secret as root's file on a read-only mount, readable by the
+# pod's group, reached through symlinks (..data): ward serve, running as another user,
+# accepts it as the token file; the same file where it could be changed, or readable by
+# others, it does not.
+t_mounted_secret() {
+	[ "$(id -u)" = 0 ] || skip "needs root (a root-owned secret on a read-only mount)"
+	command -v unshare >/dev/null 2>&1 || skip "unshare is not installed"
+	mkdir -p "$T/sec/..2026" "$T/home"
+	printf 'mounted-secret-token-0123456789\n' >"$T/sec/..2026/token"
+	chown 0:65534 "$T/sec/..2026/token"
+	chmod 0440 "$T/sec/..2026/token"
+	ln -s ..2026 "$T/sec/..data"
+	ln -s ..data/token "$T/sec/token"
+	chmod 755 "$T" "$T/sec" "$T/sec/..2026"
+	chown 65534:65534 "$T/home"
+	# as65534 [ro|rw] ARGS: ward serve as uid 65534 with the secret directory mounted so.
+	as65534() {
+		local mode=$1
+		shift
+		timeout 10 unshare -m sh -c 'mount --bind "$1/sec" "$1/sec" && { [ "$2" = rw ] || mount -o remount,bind,ro "$1/sec"; } &&
+			shift 2 && exec setpriv --reuid 65534 --regid 65534 --clear-groups env HOME="$T/home" "$@"' \
+			sh "$T" "$mode" "$WARD" serve "$@" </dev/null >"$T/.run/stdout" 2>"$T/.run/stderr"
+		WRC=$?
+	}
+	as65534 ro --listen ws://127.0.0.1:0 --token-file "$T/sec/token" --max-connections 1 --session-ttl 0.001 &
+	wait_for grep -q "ws://" "$T/.run/stdout" || fail "the mounted secret was refused: $(cat "$T/.run/stderr")"
+	kill %1 2>/dev/null
+	wait
+	as65534 rw --listen ws://127.0.0.1:0 --token-file "$T/sec/token"
+	expect_rc 125
+	assert_stderr_has "is a symlink (only a mounted secret's may be)"
+	chmod 0444 "$T/sec/..2026/token"
+	as65534 ro --listen ws://127.0.0.1:0 --token-file "$T/sec/..2026/token"
+	expect_rc 125
+	assert_stderr_has "can be read by others"
+}
+
 t_max_connections() {
 	local tok
 	serve --listen ws://127.0.0.1:0 --token-file "$T/token" --max-connections 1
@@ -1024,6 +1061,7 @@ tcase "bad start-up options are refused with one line (125)" t_refusals_at_start
 tcase "a first run without XDG_RUNTIME_DIR or ~/.local: the token's directory is made" t_first_run_token_dir
 tcase "unix socket listener (0600, stale socket replaced)" t_unix_socket
 tcase "socket activation: the sockets systemd passes (LISTEN_FDS), only when LISTEN_PID is ours" t_socket_activation
+tcase "a mounted secret (root's, read-only, the group's) is accepted as the token file" t_mounted_secret
 tcase "connections beyond --max-connections get 503" t_max_connections
 tcase "100 connections dropped mid-request: server carries on, nothing left" t_dropped_connections
 tcase "300 stalled handshakes: bounded, a client with the token still served" t_handshake_flood
