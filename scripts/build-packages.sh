@@ -21,7 +21,7 @@ die() {
 	exit 1
 }
 
-bash "$top/scripts/setup-deps.sh" dpkg-dev debhelper lintian fakeroot man-db groff-base \
+bash "$top/scripts/setup-deps.sh" build-essential dpkg-dev debhelper lintian fakeroot man-db groff-base \
 	meson ninja-build pkgconf libc-ares-dev libjansson-dev libseccomp-dev libssl-dev libwslay-dev systemd g++ ||
 	die "cannot install the packaging tools"
 

@@ -143,6 +143,8 @@ int cli_doctor(int argc, char **argv)
 			? "sysctl user.max_user_namespaces=15000"
 			: strstr(f->userns_why, "unprivileged_userns_clone")
 			? "sysctl kernel.unprivileged_userns_clone=1"
+			: strstr(f->userns_why, "CAP_SETFCAP")
+			? "run ward as a user other than root (it needs no capability then), or give it CAP_SETFCAP (podman, docker: --cap-add=SETFCAP)"
 			: strstr(f->userns_why, "seccomp")
 			? "in Docker: --security-opt seccomp=<a profile allowing unshare and clone with CLONE_NEWUSER>"
 			: "check the kernel's CONFIG_USER_NS and the container runtime";

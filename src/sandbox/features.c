@@ -84,6 +84,15 @@ static int probe_child(uid_t uid)
 	_exit(0);
 }
 
+static bool have_cap(int cap)
+{
+	struct __user_cap_header_struct hdr = {.version = _LINUX_CAPABILITY_VERSION_3};
+	struct __user_cap_data_struct data[2] = {0};
+
+	return syscall(SYS_capget, &hdr, data) == 0 &&
+		(data[CAP_TO_INDEX(cap)].effective & CAP_TO_MASK(cap));
+}
+
 static void why_userns(struct ward__features *f, const char *how)
 {
 	long v;
@@ -99,6 +108,16 @@ static void why_userns(struct ward__features *f, const char *how)
 		 geteuid() != 0)
 		snprintf(f->userns_why, sizeof(f->userns_why),
 			 "kernel.unprivileged_userns_clone is 0");
+	/*
+	 * The namespace was made, but root may map uid 0 into it only with
+	 * CAP_SETFCAP (Linux 5.12): a container's root without capabilities.
+	 */
+	else if (geteuid() == 0 && strcmp(how, "clone(CLONE_NEWUSER)") != 0 &&
+		 !have_cap(CAP_SETFCAP))
+		snprintf(f->userns_why, sizeof(f->userns_why),
+			 "ward runs as root without CAP_SETFCAP, which mapping uid 0 into a user "
+			 "namespace needs (%s: %s)",
+			 how, strerror(f->userns_errno));
 	else if (self_has_seccomp_filter())
 		snprintf(f->userns_why, sizeof(f->userns_why),
 			 "a seccomp filter refuses them (%s: %s; e.g. Docker's default profile)",
