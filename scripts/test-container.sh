@@ -88,8 +88,13 @@ run=(podman run --runtime runc --ulimit nofile=4096:4096 --ulimit nproc=4096:409
 [ -f /sys/fs/cgroup/cgroup.controllers ] && run=(podman run)
 # The settings README.md documents, and Kubernetes' smallest securityContext as podman has it.
 documented=(--cap-drop=ALL --security-opt no-new-privileges --security-opt systempaths=unconfined)
-kube=(--cap-drop=ALL --security-opt no-new-privileges --security-opt systempaths=unconfined
-	--security-opt seccomp=unconfined)
+# deploy/kubernetes.yaml's: hostUsers: false (a user namespace of its own: uid 0 is 200000 here),
+# procMount: Unmasked, seccomp and AppArmor unconfined, no capability, no_new_privs,
+# runAsUser 10001, a read-only root.
+kube=(--uidmap 0:200000:65536 --gidmap 0:200000:65536 --user 10001:10001 --cap-drop=ALL
+	--security-opt no-new-privileges --security-opt systempaths=unconfined
+	--security-opt seccomp=unconfined --security-opt apparmor=unconfined --read-only
+	--tmpfs /tmp --tmpfs /home/ward)
 
 v=$("${run[@]}" --rm --entrypoint ward "$image" --version 2>&1)
 [[ $v == "ward 0."*"(commit "*")" ]] && ok "the image's ward names its version and commit ($v)" ||
@@ -148,9 +153,9 @@ for cfg in documented default; do
 	podman rm -f "$CID" >/dev/null 2>&1
 done
 
-out=$("${run[@]}" --rm --user 10001 "${kube[@]}" --entrypoint ward "$image" doctor 2>&1)
+out=$("${run[@]}" --rm "${kube[@]}" --entrypoint ward "$image" doctor 2>&1)
 grep -q "^  full isolation" <<<"$out" &&
-	ok "Kubernetes' securityContext as podman has it (seccomp unconfined, /proc unmasked, no capability): full isolation" ||
+	ok "deploy/kubernetes.yaml's securityContext as podman has it (own user namespace, /proc unmasked, no capability, read-only root): full isolation" ||
 	not_ok "the Kubernetes settings under podman" "$out"
 
 # ------------------------------------------------------------------ the isolation suites inside
