@@ -12,6 +12,9 @@
 #
 # Environment: WARD_MUST_WORK=1 (skips for missing kernel features fail; CI),
 # WARD_TEST_NO_ASAN=1 (skip the sanitizer build, for quick local runs),
+# WARD_TEST_RELEASE=1 (also the release checks of scripts/test-release.sh: the Debian
+# packages on a fresh Debian 12, meson dist built offline, the container image with
+# podman; minutes, root, Debian's mirror),
 # WARD_CODEX (Codex, for the comparison of `policy check` with `codex execpolicy
 # check`; also found in PATH), WARD_TEST_ASAN_INTEGRATION (the integration tests
 # run under ASan; default "cli process fs escape fallback mcp"), WARD_TEST_UNPRIV_UID
@@ -278,6 +281,24 @@ if [ "${WARD_TEST_NO_ASAN:-0}" != 1 ]; then
 		echo "0 0 0" >>"$counts"
 		echo "1 build" >"$logs/asan-build-failed"
 		echo "  FAIL the ASan+UBSan build failed (build/test-logs/ninja-asan.log)"
+	fi
+fi
+
+# ------------------------------------------------------------------ release (minutes)
+
+# WARD_TEST_RELEASE=1: the Debian packages on a fresh Debian 12, meson dist built
+# offline, the container image with podman (scripts/test-release.sh).
+if [ "${WARD_TEST_RELEASE:-0}" = 1 ]; then
+	echo "== release: packages, dist tarball, container image (scripts/test-release.sh)"
+	rel=$(bash "$top/scripts/test-release.sh" 2>&1)
+	printf '%s\n' "$rel" >"$logs/release.log"
+	grep -E '^(not ok|ok .*# SKIP)' <<<"$rel" | sed 's/^/  /'
+	sum=$(tail -n 1 <<<"$rel")
+	echo "  release: $sum (log: build/test-logs/release.log)"
+	if [[ $sum =~ ^([0-9]+)\ passed,\ ([0-9]+)\ failed,\ ([0-9]+)\ skipped$ ]]; then
+		echo "${BASH_REMATCH[1]} ${BASH_REMATCH[2]} ${BASH_REMATCH[3]}" >>"$counts"
+	else
+		echo "0 1 0" >>"$counts"
 	fi
 fi
 
