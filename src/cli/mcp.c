@@ -78,7 +78,7 @@ static const char mcp_help[] =
 	"                               client's tool call ('ward audit'; default\n"
 	"                               $XDG_STATE_HOME/ward/audit.jsonl)\n"
 	"  -h, --help                   show this help\n"
-	"      --version                show the version\n";
+	"      --version                show the version and the commit\n";
 
 enum {
 	OPT_MAX_SESSIONS = CLI_EXTRA_OPTION_BASE,

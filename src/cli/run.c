@@ -49,7 +49,7 @@ static const char run_help[] =
 	"      --env-include-only PATTERN  keep only variables matching PATTERN (repeatable)\n"
 	"      --env-default-excludes   also drop *KEY*, *SECRET*, *TOKEN*\n"
 	"  -h, --help                   show this help\n"
-	"      --version                show the version\n"
+	"      --version                show the version and the commit\n"
 	"\n"
 	"Approvals (any of these turns them on; docs/rules.md):\n"
 	"  -a, --ask-for-approval MODE  untrusted, on-request (default), never, granular\n"

@@ -76,7 +76,7 @@ static const char serve_help[] =
 	"      --env-inherit, --env-set, --env-exclude, --env-include-only,\n"
 	"      --env-default-excludes\n"
 	"  -h, --help                   show this help\n"
-	"      --version                show the version\n";
+	"      --version                show the version and the commit\n";
 
 enum {
 	OPT_LISTEN = CLI_EXTRA_OPTION_BASE,
