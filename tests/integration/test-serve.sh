@@ -251,8 +251,17 @@ t_socket_activation() {
 # accepts it as the token file; the same file where it could be changed, or readable by
 # others, it does not.
 t_mounted_secret() {
-	[ "$(id -u)" = 0 ] || skip "needs root (a root-owned secret on a read-only mount)"
-	command -v unshare >/dev/null 2>&1 || skip "unshare is not installed"
+	# Anyone's own token file through a symlink is refused (only a secret's may be one).
+	printf 'own-token-0123456789abcdef\n' >"$T/own"
+	chmod 600 "$T/own"
+	ln -s own "$T/own-link"
+	timeout 10 "$WARD" serve --listen ws://127.0.0.1:0 --token-file "$T/own-link" </dev/null \
+		>"$T/.run/stdout" 2>"$T/.run/stderr"
+	WRC=$?
+	expect_rc 125
+	assert_stderr_has "is a symlink (only a mounted secret's may be)"
+	# The rest makes root's files and mounts: as root only (test.sh runs the suite as both).
+	[ "$(id -u)" = 0 ] || return 0
 	mkdir -p "$T/sec/..2026" "$T/home"
 	printf 'mounted-secret-token-0123456789\n' >"$T/sec/..2026/token"
 	chown 0:65534 "$T/sec/..2026/token"
