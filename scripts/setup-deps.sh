@@ -14,7 +14,7 @@ set -euo pipefail
 # (script), findutils and mawk are part of every Debian system; they are named
 # anyway so that a trimmed image is caught here, not halfway through the tests.
 packages=(
-	meson ninja-build pkg-config gcc libc6-dev clang libclang-rt-14-dev
+	meson ninja-build pkg-config gcc g++ libc6-dev clang libclang-rt-14-dev binutils
 	libseccomp-dev libjansson-dev libssl-dev libwslay-dev libc-ares-dev libsystemd-dev
 	git python3 python3-websockets bubblewrap time iproute2 coreutils util-linux bsdutils findutils
 	mawk procps apparmor

@@ -12,14 +12,17 @@
 #
 # Environment: WARD_MUST_WORK=1 (skips for missing kernel features fail; CI),
 # WARD_TEST_NO_ASAN=1 (skip the sanitizer build, for quick local runs),
+# WARD_TEST_RELEASE=1 (also the release checks of scripts/test-release.sh: the Debian
+# packages on a fresh Debian 12, meson dist built offline, the container image with
+# podman; minutes, root, Debian's mirror),
 # WARD_CODEX (Codex, for the comparison of `policy check` with `codex execpolicy
 # check`; also found in PATH), WARD_TEST_ASAN_INTEGRATION (the integration tests
 # run under ASan; default "cli process fs escape fallback mcp"), WARD_TEST_UNPRIV_UID
 # (default 65534).
 #
-# As root, the isolation suites also run on two simulated hardened hosts
-# (WARD_TEST_HOST, see tests/integration/lib.sh): user namespaces refused, and
-# user namespaces and Landlock refused.
+# As root, the isolation suites also run on three simulated hardened hosts
+# (WARD_TEST_HOST, see tests/integration/lib.sh): user namespaces refused,
+# user namespaces and Landlock refused, and a container's masked /proc.
 set -uo pipefail
 
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -226,8 +229,9 @@ if [ "$(id -u)" = 0 ]; then
 
 	# Root where user namespaces are refused builds the same sandbox from the
 	# other namespaces; hardened-wrapper simulates such hosts (ward's isolation
-	# suites run through it), with and without Landlock.
-	for host in userns-refused userns-landlock-refused; do
+	# suites run through it), with and without Landlock, and a container that
+	# masks parts of its /proc (the sandbox keeps the container's).
+	for host in userns-refused userns-landlock-refused proc-masked; do
 		echo "== isolation tests as root, $host"
 		run build --label "root-$host" --suite integration --only "$isolation_suites" \
 			--env "WARD_TEST_HOST=$host"
@@ -277,6 +281,24 @@ if [ "${WARD_TEST_NO_ASAN:-0}" != 1 ]; then
 		echo "0 0 0" >>"$counts"
 		echo "1 build" >"$logs/asan-build-failed"
 		echo "  FAIL the ASan+UBSan build failed (build/test-logs/ninja-asan.log)"
+	fi
+fi
+
+# ------------------------------------------------------------------ release (minutes)
+
+# WARD_TEST_RELEASE=1: the Debian packages on a fresh Debian 12, meson dist built
+# offline, the container image with podman (scripts/test-release.sh).
+if [ "${WARD_TEST_RELEASE:-0}" = 1 ]; then
+	echo "== release: packages, dist tarball, container image (scripts/test-release.sh)"
+	rel=$(bash "$top/scripts/test-release.sh" 2>&1)
+	printf '%s\n' "$rel" >"$logs/release.log"
+	grep -E '^(not ok|ok .*# SKIP)' <<<"$rel" | sed 's/^/  /'
+	sum=$(tail -n 1 <<<"$rel")
+	echo "  release: $sum (log: build/test-logs/release.log)"
+	if [[ $sum =~ ^([0-9]+)\ passed,\ ([0-9]+)\ failed,\ ([0-9]+)\ skipped$ ]]; then
+		echo "${BASH_REMATCH[1]} ${BASH_REMATCH[2]} ${BASH_REMATCH[3]}" >>"$counts"
+	else
+		echo "0 1 0" >>"$counts"
 	fi
 fi
 

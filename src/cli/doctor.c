@@ -24,7 +24,8 @@ static const char doctor_help[] =
 	"(cgroup-v2, cgroup-v1, rlimit or none), and a hint for each one missing.\n"
 	"Where AppArmor restricts user namespaces (Ubuntu 24.04+), it prints the exact\n"
 	"command that loads ward's profile.\n"
-	"Exit status: 0 full isolation, 1 only the Landlock+seccomp fallback, 125 usage.\n";
+	"Exit status: 0 full isolation, 1 less (the Landlock+seccomp fallback, or no private\n"
+	"/proc in a container that masks its own), 125 usage.\n";
 
 /*
  * The exact command that loads an AppArmor profile granting user namespaces
@@ -48,6 +49,15 @@ static bool apparmor_load_command(char *cmd, size_t size, char *profile, size_t 
 	exe[n] = '\0';
 	if (WARD_APPARMOR_PROFILE[0] && strcmp(exe, WARD_INSTALL_PATH) == 0 &&
 	    stat(WARD_APPARMOR_PROFILE, &st) == 0) {
+		/* A package keeps it outside /etc/apparmor.d (Debian): copied there, it stays loaded. */
+		if (strncmp(WARD_APPARMOR_PROFILE, "/etc/apparmor.d/", 16) != 0) {
+			snprintf(profile, psize, "/etc/apparmor.d/ward");
+			snprintf(
+				cmd, size,
+				"sudo install -m 644 %s /etc/apparmor.d/ward && sudo apparmor_parser -r /etc/apparmor.d/ward",
+				WARD_APPARMOR_PROFILE);
+			return true;
+		}
 		snprintf(profile, psize, "%s", WARD_APPARMOR_PROFILE);
 		snprintf(cmd, size, "sudo apparmor_parser -r %s", WARD_APPARMOR_PROFILE);
 		return true;
@@ -138,9 +148,30 @@ int cli_doctor(int argc, char **argv)
 			? "sysctl user.max_user_namespaces=15000"
 			: strstr(f->userns_why, "unprivileged_userns_clone")
 			? "sysctl kernel.unprivileged_userns_clone=1"
+			: strstr(f->userns_why, "CAP_SETFCAP")
+			? "run ward as a user other than root (it needs no capability then), or give it CAP_SETFCAP (podman, docker: --cap-add=SETFCAP)"
 			: strstr(f->userns_why, "seccomp")
 			? "in Docker: --security-opt seccomp=<a profile allowing unshare and clone with CLONE_NEWUSER>"
 			: "check the kernel's CONFIG_USER_NS and the container runtime";
+	}
+	n++;
+	/* A container that masks parts of its /proc: the kernel refuses sandboxes a fresh one. */
+	items[n] =
+		(struct item){"private /proc", f->userns ? !f->proc_masked : f->rootns, "", NULL};
+	if (f->userns && f->proc_masked) {
+		snprintf(
+			items[n].detail, sizeof(items[n].detail), "refused: %s",
+			f->landlock_abi >= 1
+				? "this container masks parts of its /proc, so the kernel refuses a fresh one; sandboxes keep the container's (read-only), where commands see its other processes"
+				: "this container masks parts of its /proc, so the kernel refuses a fresh one, and without Landlock the container's cannot be kept safely: ward run refuses to run");
+		items[n].hint =
+			"podman or docker: --security-opt systempaths=unconfined; Kubernetes: securityContext.procMount: Unmasked (with hostUsers: false)";
+	} else if (f->userns || f->rootns) {
+		snprintf(items[n].detail, sizeof(items[n].detail),
+			 "a fresh procfs for each sandbox's pid namespace");
+	} else {
+		snprintf(items[n].detail, sizeof(items[n].detail),
+			 "none without namespaces: the host's processes are visible");
 	}
 	n++;
 	items[n] = (struct item){"landlock", f->landlock_abi >= 1, "", NULL};
@@ -237,6 +268,9 @@ int cli_doctor(int argc, char **argv)
 	if (ward_policy_new(&p) == 0 && ward_policy_resolve(p, &err) == 0 && !f->userns &&
 	    !f->rootns)
 		ward__features_missing_guarantees(f, p, missing, sizeof(missing));
+	else if (f->userns && f->proc_masked)
+		snprintf(missing, sizeof(missing), "%s",
+			 f->landlock_abi >= 1 ? WARD_HOST_PROC_LOST : WARD_HOST_PROC_REFUSED);
 
 	if (json) {
 		json_t *o = json_object(), *feat = json_object(), *miss = json_array();
@@ -256,7 +290,11 @@ int cli_doctor(int argc, char **argv)
 		json_object_set_new(o, "landlock_abi", json_integer(f->landlock_abi));
 		json_object_set_new(
 			o, "isolation",
-			json_string(f->userns ? "namespaces"
+			json_string(f->userns && f->proc_masked && f->landlock_abi < 1
+					    ? "none: ward run refuses to run"
+					    : f->userns && f->proc_masked
+					    ? "namespaces without a private /proc"
+					    : f->userns ? "namespaces"
 					    : f->rootns
 					    ? "namespaces without a user namespace (root)"
 					    : f->landlock_abi ? "landlock+seccomp fallback"
@@ -325,6 +363,14 @@ int cli_doctor(int argc, char **argv)
 			       "  %s, seccomp, every capability dropped (uid 0 without capabilities, securebits\n"
 			       "  locked, empty bounding set, no_new_privs), own init\n",
 			       ll);
+		else if (f->userns && f->proc_masked && f->landlock_abi < 1)
+			printf("  nothing: this container masks parts of its /proc and without Landlock 'ward run'\n"
+			       "  refuses to run (exit 125)\n");
+		else if (f->userns && f->proc_masked)
+			printf("  isolation without a private /proc: namespaces (user, mount, pid, ipc, uts, network when\n"
+			       "  off), read-only host, protected paths, deny-read masks, %s, seccomp, no capabilities,\n"
+			       "  own init; without: %s\n",
+			       ll, missing);
 		else if (f->userns)
 			printf("  full isolation: namespaces (user, mount, pid, ipc, uts, network when off), read-only host,\n"
 			       "  protected paths, deny-read masks, %s, seccomp, no capabilities, own init\n",
@@ -347,5 +393,5 @@ int cli_doctor(int argc, char **argv)
 		printf("  per process always: --rlimit as, core, cpu, fsize, nofile\n");
 	}
 	ward_policy_free(p);
-	return f->userns || f->rootns ? 0 : 1;
+	return (f->userns && !f->proc_masked) || f->rootns ? 0 : 1;
 }

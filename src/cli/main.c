@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "ward-commit.h"
 
 static const char main_help[] =
 	"Usage: ward COMMAND [OPTIONS]\n"
@@ -26,7 +27,7 @@ static const char main_help[] =
 	"\n"
 	"Options:\n"
 	"  -h, --help                        show this help\n"
-	"      --version                     show the version\n";
+	"      --version                     show the version and the commit it was built from\n";
 
 /*
  * `ward serve` is the program ward-serve: installed in WARD_LIBEXECDIR, or
@@ -86,7 +87,7 @@ int main(int argc, char **argv)
 		return 0;
 	}
 	if (strcmp(argv[1], "--version") == 0) {
-		printf("ward %s\n", ward_version());
+		printf("ward %s (commit %s)\n", ward_version(), WARD_COMMIT);
 		return 0;
 	}
 	cli_errorf("unknown command '%s' (see 'ward --help')", argv[1]);

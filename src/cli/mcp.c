@@ -102,7 +102,7 @@ static const char mcp_help[] =
 	"      --keep-ignored           also keep what changes replace in ignored or\n"
 	"                               generated trees (node_modules, build, ...)\n"
 	"  -h, --help                   show this help\n"
-	"      --version                show the version\n";
+	"      --version                show the version and the commit\n";
 
 enum {
 	OPT_MAX_SESSIONS = CLI_EXTRA_OPTION_BASE,

@@ -14,6 +14,7 @@
 #include "cli/cli.h"
 #include "policy/policy.h"
 #include "policy/scan-cache.h"
+#include "ward-commit.h"
 
 #define STDIN_FILE_MAX (64ULL << 20)
 
@@ -580,7 +581,7 @@ int cli_help_or_version(const struct cli_run_args *a, const char *help)
 		return 0;
 	}
 	if (a->version) {
-		printf("ward %s\n", ward_version());
+		printf("ward %s (commit %s)\n", ward_version(), WARD_COMMIT);
 		return 0;
 	}
 	return -1;

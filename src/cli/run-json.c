@@ -31,9 +31,15 @@ static void on_signal(int sig)
 
 static void fallback_warning(const struct ward_result *res)
 {
-	const struct ward__features *f = ward__features_get();
+	const struct ward__features *f;
 
 	/* Never silently weaker (DESIGN.md): the JSON says it too, but a person reads stderr. */
+	if (res->isolated) {
+		fprintf(stderr, "ward: warning: running in every namespace but without %s\n",
+			res->fallback_missing);
+		return;
+	}
+	f = ward__features_get();
 	fprintf(stderr,
 		"ward: warning: user namespaces are unavailable (%s); running with Landlock (ABI %d) and seccomp only, without: %s\n",
 		f->userns_why[0] ? f->userns_why : "refused by this host", res->landlock_abi,

@@ -265,6 +265,9 @@ int cli_run_plain(struct cli_run_args *a, struct ward_policy *policy, struct cli
 	}
 	if (!sb.isolated && policy->mode != WARD_MODE_DANGER_FULL_ACCESS)
 		print_fallback_warning(&sb);
+	else if (sb.host_proc && policy->mode != WARD_MODE_DANGER_FULL_ACCESS)
+		fprintf(stderr, "ward: warning: running in every namespace but without %s\n",
+			sb.fallback_missing);
 	/* The network by domain: the proxy runs here, in ward, for as long as the sandbox. */
 	if (sb.net_fd >= 0) {
 		struct ward_net_hooks hooks;

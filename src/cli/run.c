@@ -70,7 +70,7 @@ static const char run_help[] =
 	"      --keep-ignored           also keep what changes replace in ignored or\n"
 	"                               generated trees (node_modules, build, ...)\n"
 	"  -h, --help                   show this help\n"
-	"      --version                show the version\n"
+	"      --version                show the version and the commit\n"
 	"\n"
 	"Approvals (any of these turns them on; docs/rules.md):\n"
 	"  -a, --ask-for-approval MODE  untrusted, on-request (default), never, granular\n"

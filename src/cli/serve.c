@@ -14,6 +14,7 @@
 #include <string.h>
 #include <sys/random.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include "basic/cleanup.h"
@@ -23,6 +24,7 @@
 #include "cli/cli.h"
 #include "execserver/execserver.h"
 #include "sandbox/limits.h"
+#include "sandbox/sandbox.h"
 #include "transport/transport.h"
 
 static const char serve_help[] =
@@ -39,6 +41,9 @@ static const char serve_help[] =
 	"      --listen ws://IP:PORT    WebSocket on TCP (port 0 picks one); the bound URL is\n"
 	"                               printed on stdout\n"
 	"      --listen unix:PATH       WebSocket on a unix socket (created 0600)\n"
+	"      --listen systemd         WebSocket on the sockets systemd passed (socket\n"
+	"                               activation: LISTEN_FDS); the default when they\n"
+	"                               were passed and no --listen is given\n"
 	"      --token-file FILE        bearer token clients must send (Authorization: Bearer);\n"
 	"                               created 0600 with a random token when absent (default\n"
 	"                               $XDG_RUNTIME_DIR/ward/serve.token)\n"
@@ -96,7 +101,7 @@ static const char serve_help[] =
 	"      --env-inherit, --env-set, --env-exclude, --env-include-only,\n"
 	"      --env-default-excludes\n"
 	"  -h, --help                   show this help\n"
-	"      --version                show the version\n";
+	"      --version                show the version and the commit\n";
 
 enum {
 	OPT_LISTEN = CLI_EXTRA_OPTION_BASE,
@@ -302,8 +307,15 @@ static char *load_token(const char *path)
 	_cleanup_close_ int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
 	char buf[4200];
 	struct stat st;
+	struct statvfs sv;
+	bool secret, linked = false;
 	ssize_t n;
 
+	/* A mounted secret is reached through symlinks (Kubernetes' ..data): followed for it only. */
+	if (fd < 0 && errno == ELOOP) {
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+		linked = true;
+	}
 	if (fd < 0 && errno == ENOENT) {
 		uint8_t rnd[32];
 		char tok[sizeof(rnd) * 2 + 2];
@@ -332,14 +344,29 @@ static char *load_token(const char *path)
 		cli_errorf("serve: the token file '%s' is not a regular file", path);
 		return NULL;
 	}
-	if (st.st_mode & 077) {
+	/*
+	 * A mounted secret (Kubernetes, podman): root's, on a read-only mount,
+	 * readable by the owner and the pod's group only. Nobody but root can
+	 * change it, and nobody outside the group read it: accepted as well.
+	 */
+	secret = st.st_uid == 0 && st.st_uid != geteuid() && fstatvfs(fd, &sv) == 0 &&
+		(sv.f_flag & ST_RDONLY) && !(st.st_mode & 007);
+	if (linked && !secret) {
+		cli_errorf(
+			"serve: the token file '%s' is a symlink (only a mounted secret's may be)",
+			path);
+		return NULL;
+	} else if (secret) {
+		/* Root's, read-only, nobody else's: checked above. */
+	} else if (st.st_mode & 077) {
 		cli_errorf(
 			"serve: the token file '%s' can be read by others (mode %04o): chmod 600 it",
 			path, (unsigned)(st.st_mode & 07777));
 		return NULL;
-	}
-	if (st.st_uid != geteuid()) {
-		cli_errorf("serve: the token file '%s' belongs to another user", path);
+	} else if (st.st_uid != geteuid()) {
+		cli_errorf("serve: the token file '%s' belongs to another user (a mounted secret "
+			   "must be root's, on a read-only mount, with no access for others)",
+			   path);
 		return NULL;
 	}
 	n = ward__read_full(fd, buf, sizeof(buf) - 1);
@@ -358,6 +385,75 @@ static char *load_token(const char *path)
 		return NULL;
 	}
 	return strdup(buf);
+}
+
+/*
+ * The sockets systemd passed (socket activation, sd_listen_fds(3)): LISTEN_FDS
+ * descriptors from 3 on, when LISTEN_PID is this process (ward execs
+ * ward-serve, so the pid is the one systemd started). The variables are
+ * removed from the environment, so that no command inherits them. Returns
+ * how many, 0 when none were passed, -1 on an error (reported).
+ */
+#define SD_LISTEN_FDS_START 3
+static int systemd_fds(void)
+{
+	const char *pid = getenv("LISTEN_PID"), *fds = getenv("LISTEN_FDS");
+	uint64_t p, n;
+	int r = 0;
+
+	if (!pid || !fds)
+		return 0;
+	if (ward__parse_u64(pid, &p) < 0 || ward__parse_u64(fds, &n) < 0) {
+		cli_errorf("serve: LISTEN_PID '%s' or LISTEN_FDS '%s' is not a number", pid, fds);
+		r = -1;
+	} else if (p == (uint64_t)getpid()) {
+		if (n > MAX_LISTENERS) {
+			cli_errorf("serve: systemd passed %llu sockets; at most %d are served",
+				   (unsigned long long)n, MAX_LISTENERS);
+			r = -1;
+		} else {
+			r = (int)n;
+		}
+	}
+	unsetenv("LISTEN_PID");
+	unsetenv("LISTEN_FDS");
+	unsetenv("LISTEN_FDNAMES");
+	return r;
+}
+
+/*
+ * What every sandbox of this server gets on this host, said once at start:
+ * a fleet reads it in its logs (ward doctor says the same in full).
+ */
+static void report_isolation(const struct ward_policy *p)
+{
+	const struct ward__features *f = ward__features_get();
+	char missing[1024];
+
+	if (p->mode == WARD_MODE_DANGER_FULL_ACCESS)
+		return;
+	if ((f->userns && !f->proc_masked) || f->rootns)
+		fprintf(stderr,
+			"ward serve: sandboxes here: full isolation (namespaces%s, Landlock ABI %d, "
+			"seccomp)\n",
+			f->userns ? "" : " without a user namespace", f->landlock_abi);
+	else if (f->userns && f->landlock_abi >= 1)
+		fprintf(stderr,
+			"ward serve: sandboxes here: namespaces, Landlock ABI %d and seccomp, without %s\n",
+			f->landlock_abi, WARD_HOST_PROC_LOST);
+	else if (f->userns)
+		fprintf(stderr, "ward serve: sandboxes here: none, %s (see 'ward doctor')\n",
+			WARD_HOST_PROC_REFUSED);
+	else if (f->landlock_abi >= 1) {
+		ward__features_missing_guarantees(f, p, missing, sizeof(missing));
+		fprintf(stderr,
+			"ward serve: sandboxes here: Landlock ABI %d and seccomp only (user namespaces "
+			"refused: %s), without: %s\n",
+			f->landlock_abi, f->userns_why, missing);
+	} else
+		fprintf(stderr,
+			"ward serve: sandboxes here: none: without user namespaces and "
+			"Landlock every sandboxed process fails (see 'ward doctor')\n");
 }
 
 static void on_stop(struct ward__loop *l, const struct signalfd_siginfo *si, void *userdata)
@@ -393,9 +489,10 @@ int cli_serve(int argc, char **argv)
 	struct ward_error err = {0};
 	_cleanup_free_ char *token = NULL, *token_path = NULL, *audit_path = NULL,
 			    *audit_dir = NULL;
-	bool need_token = false, has_stdio = false, remote = false, have_total = false;
+	bool need_token = false, has_stdio = false, remote = false, have_total = false,
+	     has_systemd = false;
 	struct ward__cgroup total;
-	int r, code = WARD_EXIT_FAILURE;
+	int n_systemd, r, code = WARD_EXIT_FAILURE;
 
 	if (cli_parse_server_args(argc, argv, "serve", &extra, &a) < 0)
 		goto out;
@@ -403,10 +500,32 @@ int cli_serve(int argc, char **argv)
 		code = 0;
 		goto out;
 	}
+	n_systemd = systemd_fds();
+	if (n_systemd < 0)
+		goto out;
 	if (s.n_listen == 0)
-		s.listen[s.n_listen++] = "ws://127.0.0.1:0";
+		s.listen[s.n_listen++] = n_systemd > 0 ? "systemd" : "ws://127.0.0.1:0";
 	for (size_t i = 0; i < s.n_listen; i++) {
-		if (strcmp(s.listen[i], "stdio") == 0 || strcmp(s.listen[i], "stdio://") == 0) {
+		if (strcmp(s.listen[i], "systemd") == 0) {
+			if (has_systemd) {
+				cli_errorf("serve: --listen systemd can be given once");
+				goto out;
+			}
+			if (n_systemd == 0) {
+				cli_errorf(
+					"serve: --listen systemd: no sockets were passed (LISTEN_FDS "
+					"and LISTEN_PID unset or not this process's; start ward "
+					"through its .socket unit)");
+				goto out;
+			}
+			if (s.n_listen - 1 + (size_t)n_systemd > MAX_LISTENERS) {
+				cli_errorf("serve: at most %d listeners", MAX_LISTENERS);
+				goto out;
+			}
+			has_systemd = true;
+			need_token = true;
+		} else if (strcmp(s.listen[i], "stdio") == 0 ||
+			   strcmp(s.listen[i], "stdio://") == 0) {
 			if (has_stdio) {
 				cli_errorf("serve: --listen stdio can be given once");
 				goto out;
@@ -526,33 +645,48 @@ int cli_serve(int argc, char **argv)
 			"ward serve: WARNING: listening beyond this machine: anyone who can reach "
 			"the address and has the token can run commands as %s\n",
 			getenv("USER") ? getenv("USER") : "this user");
-	for (size_t i = 0; i < s.n_listen; i++) {
-		struct ward__listener_config lc = {
-			.url = s.listen[i],
-			.token = token,
-			.allow_remote = s.allow_remote,
-			.limits = lim,
-		};
-		_cleanup_free_ char *url = NULL;
+	for (size_t i = 0, k = 0; i < s.n_listen; i++) {
+		bool sd = strcmp(s.listen[i], "systemd") == 0;
 
 		if (strcmp(s.listen[i], "stdio") == 0 || strcmp(s.listen[i], "stdio://") == 0)
 			continue;
-		if (ward__listener_new(loop, &lc, ward__xserver_handler(), srv, &listeners[i], &url,
-				       &err) < 0) {
-			cli_report_error(&err);
-			goto out;
-		}
-		/* Clients (and scripts) learn the port from here, as with Codex's exec-server. */
-		if (!has_stdio) {
-			printf("%s\n", url);
-			fflush(stdout);
-		} else {
-			fprintf(stderr, "ward serve: listening on %s\n", url);
+		/* One listener per --listen, or per socket systemd passed. */
+		for (int j = 0; j < (sd ? n_systemd : 1); j++, k++) {
+			struct ward__listener_config lc = {
+				.url = s.listen[i],
+				.adopt = sd,
+				.fd = sd ? SD_LISTEN_FDS_START + j : -1,
+				.token = token,
+				.allow_remote = s.allow_remote,
+				.limits = lim,
+			};
+			_cleanup_free_ char *url = NULL;
+
+			if (ward__listener_new(loop, &lc, ward__xserver_handler(), srv,
+					       &listeners[k], &url, &err) < 0) {
+				cli_report_error(&err);
+				goto out;
+			}
+			if (sd && strncmp(url, "ws://", 5) == 0 && !strstr(url, "://127.") &&
+			    !strstr(url, "://[::1]"))
+				fprintf(stderr,
+					"ward serve: WARNING: listening beyond this machine (%s): "
+					"anyone who can reach it and has the token can run commands "
+					"as %s\n",
+					url, getenv("USER") ? getenv("USER") : "this user");
+			/* Clients (and scripts) learn the port from here, as with Codex's exec-server. */
+			if (!has_stdio && !sd) {
+				printf("%s\n", url);
+				fflush(stdout);
+			} else {
+				fprintf(stderr, "ward serve: listening on %s\n", url);
+			}
 		}
 	}
 	if (token_path && !has_stdio)
 		fprintf(stderr, "ward serve: clients authenticate with the token in %s\n",
 			token_path);
+	report_isolation(a.policy);
 	if (has_stdio) {
 		inner = ward__xserver_handler();
 		stdio_handler = *inner;

@@ -33,6 +33,14 @@ _noreturn_ static void child_fail(int report_fd, const struct ward_error *e)
 	_exit(125);
 }
 
+/* The mount view kept the container's /proc: ward says so (before READY, so before the command). */
+static void note_host_proc(int report_fd)
+{
+	struct ward__msg_note m = {.what = WARD_NOTE_HOST_PROC};
+
+	ward__report(report_fd, WARD_MSG_NOTE, &m, sizeof(m));
+}
+
 static int write_id_maps(uid_t uid, gid_t gid, struct ward_error *err)
 {
 	char line[64];
@@ -202,6 +210,8 @@ _noreturn_ void ward__child_main(const struct ward__spawn_opts *opts, int report
 		r = ward__mounts_setup(p, o->layers, o->n_layers, iso == WARD_ISOLATION_USERNS, &e);
 		if (r < 0)
 			child_fail(report_fd, &e);
+		if (r == 1)
+			note_host_proc(report_fd);
 		if (!p->network && p->mode != WARD_MODE_DANGER_FULL_ACCESS) {
 			r = loopback_up(&e);
 			if (r < 0)
@@ -311,6 +321,8 @@ _noreturn_ void ward__child_prepared_main(const struct ward__spawn_opts *opts, i
 	r = ward__mounts_setup(p, NULL, 0, iso == WARD_ISOLATION_USERNS, &e);
 	if (r < 0)
 		child_fail(report_fd, &e);
+	if (r == 1)
+		note_host_proc(report_fd);
 	if (!p->network) {
 		r = loopback_up(&e);
 		if (r < 0)

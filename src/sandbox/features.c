@@ -79,7 +79,19 @@ static int probe_child(uid_t uid)
 		_exit(11);
 	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
 		_exit(12);
+	/* A container that masks parts of its /proc: the kernel refuses a fresh one (mounts.c). */
+	if (mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0)
+		_exit(errno == EPERM ? 13 : 14);
 	_exit(0);
+}
+
+static bool have_cap(int cap)
+{
+	struct __user_cap_header_struct hdr = {.version = _LINUX_CAPABILITY_VERSION_3};
+	struct __user_cap_data_struct data[2] = {0};
+
+	return syscall(SYS_capget, &hdr, data) == 0 &&
+		(data[CAP_TO_INDEX(cap)].effective & CAP_TO_MASK(cap));
 }
 
 static void why_userns(struct ward__features *f, const char *how)
@@ -97,6 +109,16 @@ static void why_userns(struct ward__features *f, const char *how)
 		 geteuid() != 0)
 		snprintf(f->userns_why, sizeof(f->userns_why),
 			 "kernel.unprivileged_userns_clone is 0");
+	/*
+	 * The namespace was made, but root may map uid 0 into it only with
+	 * CAP_SETFCAP (Linux 5.12): a container's root without capabilities.
+	 */
+	else if (geteuid() == 0 && strcmp(how, "clone(CLONE_NEWUSER)") != 0 &&
+		 !have_cap(CAP_SETFCAP))
+		snprintf(f->userns_why, sizeof(f->userns_why),
+			 "ward runs as root without CAP_SETFCAP, which mapping uid 0 into a user "
+			 "namespace needs (%s: %s)",
+			 how, strerror(f->userns_errno));
 	else if (self_has_seccomp_filter())
 		snprintf(f->userns_why, sizeof(f->userns_why),
 			 "a seccomp filter refuses them (%s: %s; e.g. Docker's default profile)",
@@ -110,7 +132,9 @@ static void probe_userns(struct ward__features *f)
 {
 	int status = 0;
 	uid_t uid = geteuid();
-	long pid = syscall(SYS_clone, CLONE_NEWUSER | CLONE_NEWNS | SIGCHLD, NULL, NULL, NULL, 0);
+	/* A pid namespace of its own too: procfs is mounted by who owns the pid namespace. */
+	long pid = syscall(SYS_clone, CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | SIGCHLD, NULL,
+			   NULL, NULL, 0);
 
 	if (pid < 0) {
 		f->userns_errno = errno;
@@ -121,8 +145,9 @@ static void probe_userns(struct ward__features *f)
 		probe_child(uid);
 	while (waitpid((pid_t)pid, &status, 0) < 0 && errno == EINTR)
 		;
-	if (WIFEXITED(status) && WEXITSTATUS(status) == 0) {
+	if (WIFEXITED(status) && (WEXITSTATUS(status) == 0 || WEXITSTATUS(status) >= 13)) {
 		f->userns = true;
+		f->proc_masked = WEXITSTATUS(status) == 13;
 		return;
 	}
 	f->userns_errno = EPERM;
@@ -272,6 +297,8 @@ WARD_PUBLIC int ward_policy_describe_json(const struct ward_policy *p, char **re
 			    json_boolean(!danger && (f->userns || f->rootns)));
 	json_object_set_new(enf, "pid_namespace",
 			    json_boolean(!danger && (f->userns || f->rootns)));
+	json_object_set_new(enf, "private_proc",
+			    json_boolean(!danger && ((f->userns && !f->proc_masked) || f->rootns)));
 	json_object_set_new(enf, "network_namespace",
 			    json_boolean(!danger && (f->userns || f->rootns) && !p->network));
 	json_object_set_new(enf, "landlock_abi", json_integer(danger ? 0 : f->landlock_abi));
@@ -293,6 +320,11 @@ WARD_PUBLIC int ward_policy_describe_json(const struct ward_policy *p, char **re
 			f->landlock_abi);
 		json_array_append_new(missing, json_string(buf));
 	}
+	if (!danger && f->userns && f->proc_masked)
+		json_array_append_new(missing,
+				      json_string(f->landlock_abi >= 1 && !p->require_isolation
+							  ? WARD_HOST_PROC_LOST
+							  : WARD_HOST_PROC_REFUSED));
 	if (!danger && !f->userns) {
 		json_object_set_new(enf, "userns_unavailable_because", json_string(f->userns_why));
 		/* Root builds the same sandbox without a user namespace: then nothing is missing. */

@@ -111,6 +111,18 @@ static void handle_message(struct ward__sandbox *sb, const struct ward__msg_hdr 
 	case WARD_MSG_READY:
 		sb->ready = true;
 		break;
+	case WARD_MSG_NOTE:
+		if (h->len == sizeof(struct ward__msg_note)) {
+			struct ward__msg_note m;
+
+			memcpy(&m, payload, sizeof(m));
+			if (m.what == WARD_NOTE_HOST_PROC) {
+				sb->host_proc = true;
+				snprintf(sb->fallback_missing, sizeof(sb->fallback_missing), "%s",
+					 WARD_HOST_PROC_LOST);
+			}
+		}
+		break;
 	case WARD_MSG_DENIALS_DROPPED:
 		if (h->len == sizeof(struct ward__msg_dropped)) {
 			struct ward__msg_dropped m;

@@ -16,7 +16,9 @@
  *      full, random, urandom and tty, a new devpts instance and a tmpfs /dev/shm;
  *   7. deny-read paths are covered by an inaccessible (mode 000, read-only)
  *      directory or file taken from that tmpfs, then unlinked from /dev;
- *   8. a fresh /proc for the new pid namespace.
+ *   8. a fresh /proc for the new pid namespace, or, in a container that
+ *      masks parts of its own /proc (where the kernel refuses a fresh one),
+ *      the container's /proc kept read-only (see mount_proc).
  *
  * With layers (review and undo, src/changes), step 2 makes an overlayfs
  * mount instead of a clone for each layered root: its lower layer is the
@@ -311,18 +313,63 @@ static int mask_deny(const struct ward_policy *p, struct ward_error *err)
 static const char *const proc_readonly[] = {"/proc/sys", "/proc/sysrq-trigger", "/proc/irq",
 					    "/proc/bus", "/proc/fs"};
 
-static int mount_proc(struct ward_error *err)
+/*
+ * Whether the sandbox may keep the container's /proc when the kernel refuses
+ * a fresh one. The kernel mounts a new procfs in a user namespace only if a
+ * procfs already in the mount namespace is fully visible; a container runtime
+ * (Docker, podman, Kubernetes' default procMount) hides parts of its /proc
+ * (kcore, keys, timer_list...) under other mounts, so every sandbox made in
+ * such a container meets that refusal.
+ *
+ * What keeping the container's /proc (read-only, its masks in place) gives
+ * up: the command still has its own pid namespace, so it cannot signal,
+ * trace or even name a process outside by its pid, and everything in the
+ * sandbox still dies with init. But /proc counts in the container's pid
+ * namespace: the command sees the container's other processes there, their
+ * command lines and status. The files that would give more (memory,
+ * environment, descriptors, cwd) are guarded by the kernel's ptrace access
+ * check, which lets a process of the same uid through unless an LSM stops
+ * it: Landlock does (a sandboxed process may not reach a process outside its
+ * domain, from ABI 1), so without Landlock the container's /proc would open
+ * the memory of ward itself and of every other sandbox. It is never kept
+ * then, nor under --require-isolation. danger-full-access promises nothing.
+ */
+static bool may_keep_host_proc(const struct ward_policy *p)
 {
+	long abi;
+
+	if (p->require_isolation)
+		return false;
+	if (p->mode == WARD_MODE_DANGER_FULL_ACCESS)
+		return true;
+	abi = syscall(SYS_landlock_create_ruleset, NULL, 0,
+		      1U /* LANDLOCK_CREATE_RULESET_VERSION */);
+	return abi >= 1;
+}
+
+/* Returns 0 with a fresh /proc, 1 when the container's was kept, or -errno. */
+static int mount_proc(const struct ward_policy *p, struct ward_error *err)
+{
+	bool kept = false;
 	int r;
 
 	if (mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0) {
-		ward__error(err, -errno, "mount",
-			    "cannot mount a fresh '/proc' for the pid namespace: %m");
-		/* The kernel refuses a new proc when parts of the host's /proc are over-mounted (containers). */
-		ward__error_hint(
-			err,
-			"the host's /proc has hidden parts (a container?); run ward on the host or with --security-opt systempaths=unconfined");
-		return -EPERM;
+		r = -errno;
+		if (r != -EPERM || !may_keep_host_proc(p)) {
+			ward__error(err, r, "mount",
+				    "cannot mount a fresh '/proc' for the pid namespace: %m");
+			if (r == -EPERM && p->require_isolation)
+				ward__error_hint(
+					err,
+					"this container masks parts of its /proc; podman, docker: --security-opt systempaths=unconfined; Kubernetes: procMount: Unmasked; without --require-isolation ward keeps the container's /proc");
+			else if (r == -EPERM)
+				ward__error_hint(
+					err,
+					"this container masks parts of its /proc, and without Landlock its /proc cannot be kept safely; podman, docker: --security-opt systempaths=unconfined; Kubernetes: procMount: Unmasked");
+			return r;
+		}
+		/* The container's /proc is in the view already (read-only with the host, but for danger-full-access). */
+		kept = true;
 	}
 	for (size_t i = 0; i < ELEMENTSOF(proc_readonly); i++) {
 		_cleanup_close_ int fd = -1;
@@ -343,7 +390,7 @@ static int mount_proc(struct ward_error *err)
 			return ward__error(err, r, "mount", "cannot bind '%s' read-only: %m",
 					   proc_readonly[i]);
 	}
-	return 0;
+	return kept ? 1 : 0;
 }
 
 int ward__mounts_setup(const struct ward_policy *p, const struct ward__layer *layers,
@@ -378,7 +425,7 @@ int ward__mounts_setup(const struct ward_policy *p, const struct ward__layer *la
 				   "cannot make '/' private in the new mount namespace: %m");
 
 	if (p->mode == WARD_MODE_DANGER_FULL_ACCESS)
-		return mount_proc(err);
+		return mount_proc(p, err);
 
 	for (size_t i = 0; i < n_roots; i++) {
 		const struct ward__layer *l = layer_of(layers, n_layers, p->roots.v[i]);
@@ -512,7 +559,7 @@ int ward__mounts_setup(const struct ward_policy *p, const struct ward__layer *la
 	r = mask_deny(p, err);
 	if (r < 0)
 		goto out;
-	r = mount_proc(err);
+	r = mount_proc(p, err);
 out:
 	for (size_t i = 0; i < ELEMENTSOF(root_fds); i++)
 		if (root_fds[i] >= 0)

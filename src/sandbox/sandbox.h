@@ -55,6 +55,12 @@ struct ward__features {
 	 */
 	bool rootns;
 	bool apparmor_restricts_userns; /* kernel.apparmor_restrict_unprivileged_userns=1 */
+	/*
+	 * With user namespaces: a fresh /proc is refused in them (a container
+	 * that masks parts of its own); sandboxes keep the container's
+	 * (WARD_HOST_PROC_LOST), or refuse to run without Landlock.
+	 */
+	bool proc_masked;
 	int landlock_abi; /* 0 when Landlock is unavailable */
 	int landlock_errno;
 	bool seccomp; /* seccomp filters can be installed */
@@ -181,6 +187,7 @@ enum ward__msg_type {
 	WARD_MSG_DENIALS_DROPPED =
 		5, /* payload: struct ward__msg_dropped; once, from the supervisor */
 	WARD_MSG_GUARD = 6, /* payload: struct ward__msg_guard; init killed the sandbox */
+	WARD_MSG_NOTE = 7, /* payload: struct ward__msg_note; before READY, set-up gave less */
 };
 
 struct ward__msg_hdr {
@@ -230,6 +237,30 @@ struct ward__msg_guard {
 	char access[16];
 	char target[WARD_DENIAL_TARGET_MAX];
 };
+
+/*
+ * What the set-up could not give (the child, once, before READY):
+ * WARD_NOTE_HOST_PROC, the container's /proc instead of a fresh one.
+ */
+enum { WARD_NOTE_HOST_PROC = 1 };
+struct ward__msg_note {
+	uint32_t what;
+};
+
+/*
+ * The guarantee lost with WARD_NOTE_HOST_PROC, as sb->fallback_missing and
+ * `ward doctor` say it.
+ */
+#define WARD_HOST_PROC_LOST                                                                      \
+	"a private /proc (this container masks parts of its own, so the kernel refuses a fresh " \
+	"one): the command sees the container's other processes in /proc, their command lines "  \
+	"and status, not their memory, environment or descriptors (Landlock), and still cannot " \
+	"signal them (own pid namespace)"
+
+/* What ward run does instead there without Landlock, or with --require-isolation. */
+#define WARD_HOST_PROC_REFUSED                                                                   \
+	"every sandbox: this container masks parts of its /proc, so the kernel refuses a fresh " \
+	"one, and ward keeps the container's only under Landlock and without --require-isolation"
 
 /* Denials the supervisor did not send because WARD_MAX_DENIALS were sent already. */
 struct ward__msg_dropped {
@@ -511,7 +542,12 @@ struct ward__sandbox {
 	size_t denials_dropped;
 	bool guard_tripped; /* a protected path was changed (and restored) */
 	char guard_left[PATH_MAX + 64]; /* "path: reason" when a change could not be undone */
-	char fallback_missing[512]; /* in fallback mode: the guarantees not given */
+	/*
+	 * The guarantees not given: in fallback mode, or with namespaces but
+	 * without a private /proc (host_proc).
+	 */
+	char fallback_missing[512];
+	bool host_proc; /* the container's /proc is the sandbox's (WARD_NOTE_HOST_PROC) */
 	/* The policy's limits: how each is enforced, what the run used and hit (once over). */
 	struct ward__limits_report limits;
 	void *priv;
@@ -701,6 +737,9 @@ struct ward__layer {
  * the same mount (then the parent's overlay covers it); anything else is
  * refused, so that no write can reach the host past a layer. user_ns: the
  * overlay's extended attributes are user.overlay.* (an unprivileged mount).
+ * Returns 0, 1 when the view is complete but for a fresh /proc (a container
+ * masks parts of its own: the container's is kept, see WARD_HOST_PROC_LOST),
+ * or -errno.
  */
 WARD_INTERNAL int ward__mounts_setup(const struct ward_policy *p, const struct ward__layer *layers,
 				     size_t n_layers, bool user_ns, struct ward_error *err);

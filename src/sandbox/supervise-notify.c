@@ -81,6 +81,93 @@ void ward__supervisor_report_denial(struct ward__supervisor *s, const char *acce
 
 /* ------------------------------------------------------------------ notification plumbing */
 
+/*
+ * Whether /proc counts in another pid namespace than ours: in a container
+ * that masks parts of its /proc the sandbox keeps the container's (mounts.c),
+ * and a pid from a notification (ours, the sandbox's) names another process
+ * there. Asked once per process (init): /proc/self names us in /proc's
+ * namespace.
+ */
+static bool proc_is_foreign(void)
+{
+	static pid_t asked_by;
+	static bool foreign;
+	pid_t self = getpid();
+
+	if (asked_by != self) {
+		char buf[32];
+		ssize_t n = readlink("/proc/self", buf, sizeof(buf) - 1);
+
+		buf[n > 0 ? n : 0] = '\0';
+		foreign = n <= 0 || strtol(buf, NULL, 10) != (long)self;
+		asked_by = self;
+	}
+	return foreign;
+}
+
+/* The thread group of thread tid, by asking the kernel which group it belongs to (tgkill, signal 0). */
+static pid_t thread_group_of(pid_t tid)
+{
+	/*
+	 * A thread's id is given after its group leader's, so the leader is
+	 * searched below it; a sandbox's own pid namespace rarely wraps, and the
+	 * search is bounded.
+	 */
+	for (pid_t t = tid - 1; t > 0 && t >= tid - 4096; t--)
+		if (syscall(SYS_tgkill, t, tid, 0) == 0)
+			return t;
+	return -ESRCH;
+}
+
+/*
+ * The number /proc gives a process of the sandbox, from its pid here: the
+ * same with the sandbox's own /proc; with the container's, the number a
+ * pidfd's fdinfo shows (in the pid namespace of the /proc it is read
+ * through). A thread that cannot have a pidfd of its own (before Linux 6.9)
+ * is found through its thread group, whose memory, descriptors and working
+ * directory it shares. The caller checks the notification is still valid
+ * after using the number (the process may have died and the number been
+ * reused meanwhile). -errno on failure.
+ */
+static pid_t proc_pid(pid_t pid)
+{
+	char path[64], buf[512];
+	const char *t;
+	long fd;
+	ssize_t n;
+	int ifd;
+
+	if (!proc_is_foreign())
+		return pid;
+	fd = syscall(SYS_pidfd_open, pid, PIDFD_THREAD);
+	if (fd < 0 && errno == EINVAL)
+		fd = syscall(SYS_pidfd_open, pid, 0);
+	/* Not a thread-group leader: EINVAL before Linux 6.9, ENOENT since. */
+	if (fd < 0 && (errno == EINVAL || errno == ENOENT)) {
+		pid_t group = thread_group_of(pid);
+
+		if (group < 0)
+			return group;
+		fd = syscall(SYS_pidfd_open, group, 0);
+	}
+	if (fd < 0)
+		return -errno;
+	snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", (int)fd);
+	/* fdinfo is made when read: the pidfd stays open until then. */
+	ifd = open(path, O_RDONLY | O_CLOEXEC);
+	n = ifd >= 0 ? read(ifd, buf, sizeof(buf) - 1) : -1;
+	if (ifd >= 0)
+		close(ifd);
+	close((int)fd);
+	if (n <= 0)
+		return -ESRCH;
+	buf[n] = '\0';
+	t = strstr(buf, "\nPid:");
+	if (!t || strtol(t + 5, NULL, 10) <= 0)
+		return -ESRCH;
+	return (pid_t)strtol(t + 5, NULL, 10);
+}
+
 bool ward__notif_id_valid(struct ward__supervisor_priv *pv, uint64_t id)
 {
 	return ioctl(pv->notify_fd, SECCOMP_IOCTL_NOTIF_ID_VALID, &id) == 0;
@@ -117,6 +204,9 @@ int ward__notif_read_mem(pid_t pid, uint64_t addr, void *buf, size_t len)
 		return 0;
 	if (n >= 0 || errno == EFAULT)
 		return -EFAULT;
+	pid = proc_pid(pid);
+	if (pid < 0)
+		return pid;
 	snprintf(path, sizeof(path), "/proc/%d/mem", (int)pid);
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
@@ -161,9 +251,17 @@ static int target_pidfd(pid_t pid)
 	if (fd >= 0 || errno != EINVAL)
 		return fd >= 0 ? (int)fd : -errno;
 	fd = syscall(SYS_pidfd_open, pid, 0);
-	if (fd >= 0 || errno != EINVAL)
+	if (fd >= 0 || (errno != EINVAL && errno != ENOENT))
 		return fd >= 0 ? (int)fd : -errno;
-	/* Not a thread-group leader on a kernel without PIDFD_THREAD: its fd table is the group's. */
+	/* Not a thread-group leader without PIDFD_THREAD: its fd table is the group's. */
+	if (proc_is_foreign()) {
+		pid_t group = thread_group_of(pid);
+
+		if (group < 0)
+			return group;
+		fd = syscall(SYS_pidfd_open, group, 0);
+		return fd >= 0 ? (int)fd : -errno;
+	}
 	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
 	sfd = open(path, O_RDONLY | O_CLOEXEC);
 	if (sfd < 0)
@@ -207,6 +305,9 @@ int ward__notif_target_dir(pid_t pid, int dirfd)
 	char path[64];
 	int fd;
 
+	pid = proc_pid(pid);
+	if (pid < 0)
+		return pid;
 	if (dirfd == AT_FDCWD)
 		snprintf(path, sizeof(path), "/proc/%d/cwd", (int)pid);
 	else

@@ -426,9 +426,11 @@ static char *setup_note(struct session *se)
 			note = NULL;
 		return note;
 	}
-	if (!sb->isolated && sb->fallback_missing[0] && !se->fallback_noted) {
+	if (sb->fallback_missing[0] && !se->fallback_noted) {
 		se->fallback_noted = true;
-		if (asprintf(&note, "running without namespaces; not guaranteed here: %s",
+		if (asprintf(&note,
+			     sb->isolated ? "running in namespaces; not guaranteed here: %s"
+					  : "running without namespaces; not guaranteed here: %s",
 			     sb->fallback_missing) < 0)
 			note = NULL;
 	}

@@ -388,13 +388,95 @@ static int parse_ws_url(const char *url, struct sockaddr_storage *ss, socklen_t 
 	return -EINVAL;
 }
 
+/* The address a bound TCP socket serves, as a client's URL. */
+static int tcp_url(int fd, char **ret_url, bool *ret_loopback, struct ward_error *err)
+{
+	struct sockaddr_storage bound;
+	socklen_t blen = sizeof(bound);
+	char addr[INET6_ADDRSTRLEN];
+
+	if (getsockname(fd, (struct sockaddr *)&bound, &blen) < 0)
+		return ward__error(err, -errno, "serve", "cannot read the bound address: %m");
+	if (bound.ss_family == AF_INET) {
+		const struct sockaddr_in *in = (const struct sockaddr_in *)&bound;
+
+		*ret_loopback = (ntohl(in->sin_addr.s_addr) >> 24) == 127;
+		inet_ntop(AF_INET, &in->sin_addr, addr, sizeof(addr));
+		if (asprintf(ret_url, "ws://%s:%u", addr, ntohs(in->sin_port)) < 0)
+			return ward__error(err, -ENOMEM, "serve", "out of memory");
+	} else {
+		const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *)&bound;
+
+		*ret_loopback = IN6_IS_ADDR_LOOPBACK(&in6->sin6_addr);
+		inet_ntop(AF_INET6, &in6->sin6_addr, addr, sizeof(addr));
+		if (asprintf(ret_url, "ws://[%s]:%u", addr, ntohs(in6->sin6_port)) < 0)
+			return ward__error(err, -ENOMEM, "serve", "out of memory");
+	}
+	return 0;
+}
+
+/*
+ * A listening socket made by someone else (systemd's socket activation):
+ * a stream socket on a unix path or TCP, already listening. It is served as
+ * one ward bound itself would be, under the same rules (a non-loopback
+ * address needs allow_remote and a token), but its path is left alone when
+ * the listener goes: the socket is its maker's.
+ */
+static int adopt(struct ward__listener *ls, const struct ward__listener_config *cfg, char **ret_url,
+		 struct ward_error *err)
+{
+	struct sockaddr_storage ss;
+	socklen_t len = sizeof(ss);
+	int type = 0, listening = 0;
+	socklen_t tl = sizeof(type), ll = sizeof(listening);
+	bool loopback = false;
+	int r;
+
+	if (getsockopt(cfg->fd, SOL_SOCKET, SO_TYPE, &type, &tl) < 0 ||
+	    getsockopt(cfg->fd, SOL_SOCKET, SO_ACCEPTCONN, &listening, &ll) < 0 ||
+	    getsockname(cfg->fd, (struct sockaddr *)&ss, &len) < 0 || type != SOCK_STREAM ||
+	    !listening ||
+	    (ss.ss_family != AF_UNIX && ss.ss_family != AF_INET && ss.ss_family != AF_INET6))
+		return ward__error(err, -EINVAL, "serve",
+				   "descriptor %d is not a listening stream socket (unix or TCP)",
+				   cfg->fd);
+	ls->fd = cfg->fd;
+	/* The socket's maker passed it without close-on-exec: a command must not inherit it. */
+	if (fcntl(ls->fd, F_SETFD, FD_CLOEXEC) < 0 || ward__fd_nonblock(ls->fd, true) < 0)
+		return ward__error(err, -errno, "serve", "cannot set up descriptor %d: %m",
+				   cfg->fd);
+	if (ss.ss_family == AF_UNIX) {
+		const struct sockaddr_un *sun = (const struct sockaddr_un *)&ss;
+
+		ls->is_unix = true;
+		if (len <= offsetof(struct sockaddr_un, sun_path) || sun->sun_path[0] == '\0')
+			return ward__error(err, -EINVAL, "serve",
+					   "descriptor %d is not a unix socket with a path",
+					   cfg->fd);
+		if (asprintf(ret_url, "unix:%.*s",
+			     (int)strnlen(sun->sun_path,
+					  len - offsetof(struct sockaddr_un, sun_path)),
+			     sun->sun_path) < 0)
+			return ward__error(err, -ENOMEM, "serve", "out of memory");
+		return 0;
+	}
+	r = tcp_url(ls->fd, ret_url, &loopback, err);
+	if (r < 0)
+		return r;
+	if (!loopback && (!cfg->allow_remote || !cfg->token))
+		return ward__error(err, -EPERM, "serve",
+				   "the socket passed as descriptor %d serves '%s', not a loopback "
+				   "address: that needs --allow-remote and a token",
+				   cfg->fd, *ret_url);
+	return 0;
+}
+
 static int listen_tcp(struct ward__listener *ls, const struct ward__listener_config *cfg,
 		      char **ret_url, struct ward_error *err)
 {
-	struct sockaddr_storage ss, bound;
-	socklen_t len, blen = sizeof(bound);
+	struct sockaddr_storage ss;
+	socklen_t len;
 	bool loopback = false;
-	char addr[INET6_ADDRSTRLEN];
 	int one = 1;
 
 	if (parse_ws_url(cfg->url, &ss, &len, &loopback) < 0)
@@ -415,22 +497,7 @@ static int listen_tcp(struct ward__listener *ls, const struct ward__listener_con
 		return ward__error(err, -errno, "serve", "cannot bind '%s': %m", cfg->url);
 	if (listen(ls->fd, 128) < 0)
 		return ward__error(err, -errno, "serve", "cannot listen on '%s': %m", cfg->url);
-	if (getsockname(ls->fd, (struct sockaddr *)&bound, &blen) < 0)
-		return ward__error(err, -errno, "serve", "cannot read the bound address: %m");
-	if (bound.ss_family == AF_INET) {
-		const struct sockaddr_in *in = (const struct sockaddr_in *)&bound;
-
-		inet_ntop(AF_INET, &in->sin_addr, addr, sizeof(addr));
-		if (asprintf(ret_url, "ws://%s:%u", addr, ntohs(in->sin_port)) < 0)
-			return ward__error(err, -ENOMEM, "serve", "out of memory");
-	} else {
-		const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *)&bound;
-
-		inet_ntop(AF_INET6, &in6->sin6_addr, addr, sizeof(addr));
-		if (asprintf(ret_url, "ws://[%s]:%u", addr, ntohs(in6->sin6_port)) < 0)
-			return ward__error(err, -ENOMEM, "serve", "out of memory");
-	}
-	return 0;
+	return tcp_url(ls->fd, ret_url, &loopback, err);
 }
 
 static int listen_unix(struct ward__listener *ls, const struct ward__listener_config *cfg,
@@ -511,7 +578,9 @@ int ward__listener_new(struct ward__loop *l, const struct ward__listener_config 
 	/* The queue holds at most one whole answer beyond the high-water mark. */
 	ls->ws.max_queue = cfg->limits.max_queue;
 	ls->ws.max_queue_msgs = 1u << 20;
-	if (strncmp(cfg->url, "ws://", 5) == 0) {
+	if (cfg->adopt) {
+		r = adopt(ls, cfg, &url, err);
+	} else if (strncmp(cfg->url, "ws://", 5) == 0) {
 		r = listen_tcp(ls, cfg, &url, err);
 	} else if (strncmp(cfg->url, "unix:", 5) == 0) {
 		ls->is_unix = true;

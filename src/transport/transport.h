@@ -60,13 +60,20 @@ struct ward__transport_limits {
 
 struct ward__listener_config {
 	const char *url; /* "ws://HOST:PORT" or "unix:PATH" */
+	/*
+	 * Serve fd instead, a socket listening already (systemd's socket
+	 * activation): url is ignored, the listener takes fd over (closes it
+	 * when freed) and never removes its path.
+	 */
+	bool adopt;
+	int fd;
 	const char *token; /* bearer token, NULL: no authentication */
 	bool allow_remote; /* a non-loopback address may be bound */
 	struct ward__transport_limits limits;
 };
 
 /*
- * Binds and listens. *ret_url (malloc()ed) is the bound address as a client
+ * Binds and listens (or adopts cfg->fd). *ret_url (malloc()ed) is the bound address as a client
  * uses it ("ws://127.0.0.1:41567", "unix:/run/ward.sock"). A unix socket is
  * created 0600 and removed by ward__listener_free(); an existing socket file
  * nobody listens on is replaced, anything else there is an error.

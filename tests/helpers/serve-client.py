@@ -14,6 +14,8 @@ dialect. Subcommands print one line per check result and exit 0 when all held:
   halfopen URL TOKEN N PID          holds N connections that never finish their request head, then
                                     runs a session beside them: "ok", and "fds N", the most the
                                     server held meanwhile
+  exec URL TOKEN ARGV...            one process (wardPolicy from $WARD_POLICY when set): its
+                                    output, then "exit N"
   exited URL TOKEN N                one connection starts N `true`s and waits for them to close:
                                     "closed N"; after a line on stdin, reads each back (kept for
                                     30 s): "readable N"
@@ -352,6 +354,32 @@ def main():
         s.close()
         for h in held:
             h.close()
+    elif cmd == "exec":
+        # exec URL TOKEN ARGV...: one process (the server's default sandbox, or the JSON of
+        # $WARD_POLICY as its wardPolicy), its output as it came, then "exit N".
+        s, r = session(url, sys.argv[3])
+        params = {"processId": "x", "argv": sys.argv[4:], "cwd": "file://" + os.getcwd(),
+                  "env": {"PATH": "/usr/bin:/bin"}, "tty": False}
+        if os.environ.get("WARD_POLICY"):
+            params["wardPolicy"] = json.loads(os.environ["WARD_POLICY"])
+        send(s, {"id": 2, "method": "process/start", "params": params})
+        a = r.answer(2)
+        if "result" not in a:
+            print("refused", json.dumps(a.get("error")))
+            sys.exit(1)
+        out, rid, after = b"", 3, 0
+        while True:
+            send(s, {"id": rid, "method": "process/read",
+                     "params": {"processId": "x", "afterSeq": after, "waitMs": 5000}})
+            a = r.answer(rid)["result"]
+            rid += 1
+            for c in a["chunks"]:
+                out += base64.b64decode(c["chunk"])
+                after = max(after, c["seq"])
+            if a.get("closed"):
+                break
+        sys.stdout.write(out.decode(errors="replace"))
+        print("exit", a.get("exitCode"))
     elif cmd == "exited":
         token, n = sys.argv[3], int(sys.argv[4])
         s, r = session(url, token)

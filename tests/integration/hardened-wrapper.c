@@ -19,6 +19,16 @@
  *                 namespaces. Root can still create the other namespaces.
  * --no-landlock   also refuse Landlock (landlock_create_ruleset() ENOSYS, as on
  *                 a kernel built or booted without it).
+ * --proc-masked   a container's /proc as Docker, podman and Kubernetes' default
+ *                 procMount leave it: in a private mount namespace (and, when not
+ *                 root, a user namespace of its own, uid mapped to itself) parts
+ *                 of /proc are hidden under other mounts (/dev/null over kcore,
+ *                 keys, timer_list...; /proc/sys read-only), so the kernel
+ *                 refuses a fresh procfs in any user namespace made beneath. No
+ *                 namespace is refused then (only Landlock, with --no-landlock).
+ * --no-pidfd-thread
+ *                 pidfd_open() without PIDFD_THREAD (EINVAL), as before Linux 6.9:
+ *                 a thread other than its process's first gets no pidfd of its own.
  * --apparmor-restrict
  *                 Ubuntu 24.04's restriction as `ward doctor` sees it: in a
  *                 private mount namespace /proc/sys/kernel is replaced by a copy
@@ -135,11 +145,11 @@ static int fake_apparmor_sysctl(void)
 }
 
 /*
- * Gets a private mount namespace for the fake sysctl: as root directly, as
- * anyone else in a user namespace of its own (uid mapped to itself), where the
- * first process has every capability until it execs as a non-root uid.
+ * Gets a private mount namespace: as root directly, as anyone else in a user
+ * namespace of its own (uid mapped to itself), where the first process has
+ * every capability until it execs as a non-root uid.
  */
-static int apparmor_restrict(void)
+static int private_mounts(void)
 {
 	uid_t uid = getuid();
 	gid_t gid = getgid();
@@ -159,6 +169,43 @@ static int apparmor_restrict(void)
 		if (r < 0)
 			return r;
 	}
+	if (unshare(CLONE_NEWNS) < 0)
+		return -errno;
+	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
+		return -errno;
+	return 0;
+}
+
+/* The masks of a container runtime's default /proc (what podman 4 and Docker hide). */
+static int mask_proc(void)
+{
+	static const char *const masked[] = {"/proc/kcore",	    "/proc/keys",
+					     "/proc/latency_stats", "/proc/timer_list",
+					     "/proc/timer_stats",   "/proc/sched_debug"};
+	int r = private_mounts(), n = 0;
+
+	if (r < 0)
+		return r;
+	for (size_t k = 0; k < sizeof(masked) / sizeof(masked[0]); k++) {
+		if (access(masked[k], F_OK) < 0)
+			continue;
+		if (mount("/dev/null", masked[k], NULL, MS_BIND, NULL) < 0)
+			return -errno;
+		n++;
+	}
+	if (mount("/proc/sys", "/proc/sys", NULL, MS_BIND | MS_REC, NULL) < 0 ||
+	    mount(NULL, "/proc/sys", NULL, MS_BIND | MS_REMOUNT | MS_RDONLY, NULL) < 0)
+		return -errno;
+	return n > 0 ? 0 : -ENOENT;
+}
+
+static int apparmor_restrict(void)
+{
+	uid_t uid = getuid();
+	int r = getuid() == 0 ? 0 : private_mounts();
+
+	if (r < 0)
+		return r;
 	r = fake_apparmor_sysctl();
 	if (r < 0)
 		return r;
@@ -171,9 +218,15 @@ static int apparmor_restrict(void)
 	return 0;
 }
 
-static bool option(const char *o, bool *userns_only, bool *no_landlock, bool *aa)
+static bool no_pidfd_thread;
+
+static bool option(const char *o, bool *userns_only, bool *no_landlock, bool *aa, bool *proc)
 {
-	if (strcmp(o, "--userns-only") == 0)
+	if (strcmp(o, "--proc-masked") == 0)
+		*proc = true;
+	else if (strcmp(o, "--no-pidfd-thread") == 0)
+		no_pidfd_thread = true;
+	else if (strcmp(o, "--userns-only") == 0)
 		*userns_only = true;
 	else if (strcmp(o, "--no-landlock") == 0)
 		*no_landlock = true;
@@ -186,7 +239,7 @@ static bool option(const char *o, bool *userns_only, bool *no_landlock, bool *aa
 
 int main(int argc, char **argv)
 {
-	bool userns_only = false, no_landlock = false, aa = false;
+	bool userns_only = false, no_landlock = false, aa = false, proc = false;
 	const char *base = strrchr(argv[0], '/') ? strrchr(argv[0], '/') + 1 : argv[0];
 	char *exec_path = NULL;
 	scmp_filter_ctx ctx;
@@ -218,20 +271,20 @@ int main(int argc, char **argv)
 			return 125;
 		nl[1 + strcspn(nl + 1, "\n")] = '\0';
 		for (char *t = strtok_r(nl + 1, " ", &save); t; t = strtok_r(NULL, " ", &save))
-			if (!option(t, &userns_only, &no_landlock, &aa)) {
+			if (!option(t, &userns_only, &no_landlock, &aa, &proc)) {
 				fprintf(stderr, "hardened-wrapper: unknown option '%s'\n", t);
 				return 125;
 			}
 		i = 0;
 	} else {
 		for (; i < argc && strncmp(argv[i], "--", 2) == 0; i++)
-			if (!option(argv[i], &userns_only, &no_landlock, &aa))
+			if (!option(argv[i], &userns_only, &no_landlock, &aa, &proc))
 				break;
 	}
 	if (i >= argc) {
 		fprintf(stderr,
 			"usage: hardened-wrapper [--userns-only] [--no-landlock] "
-			"[--apparmor-restrict] COMMAND [ARG...]\n");
+			"[--apparmor-restrict] [--proc-masked] [--no-pidfd-thread] COMMAND [ARG...]\n");
 		return 2;
 	}
 	if (aa) {
@@ -243,13 +296,26 @@ int main(int argc, char **argv)
 			return 125;
 		}
 	}
+	if (proc) {
+		r = mask_proc();
+		if (r < 0) {
+			fprintf(stderr, "hardened-wrapper: cannot mask parts of /proc: %s\n",
+				strerror(-r));
+			return 125;
+		}
+	}
+	/* No filter at all: a runtime's profile that allows namespaces (and no_new_privs stays off). */
+	if (proc && !no_landlock && !no_pidfd_thread)
+		goto exec;
 	ctx = seccomp_init(SCMP_ACT_ALLOW);
 	if (!ctx) {
 		fprintf(stderr, "hardened-wrapper: seccomp_init failed\n");
 		return 125;
 	}
 	r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(ENOSYS), SCMP_SYS(clone3), 0);
-	if (userns_only) {
+	if (proc) {
+		/* Only Landlock is refused (--no-landlock): namespaces are the runtime's to allow. */
+	} else if (userns_only) {
 		if (r == 0)
 			r = seccomp_rule_add(
 				ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(unshare), 1,
@@ -272,6 +338,10 @@ int main(int argc, char **argv)
 			r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(clone), 1,
 					     SCMP_A0(SCMP_CMP_MASKED_EQ, ns_flags[k], ns_flags[k]));
 	}
+	/* PIDFD_THREAD is O_EXCL: any flag set is refused, as a kernel before 6.9 does. */
+	if (r == 0 && no_pidfd_thread)
+		r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EINVAL), SCMP_SYS(pidfd_open), 1,
+				     SCMP_A1(SCMP_CMP_MASKED_EQ, O_EXCL, O_EXCL));
 	if (r == 0 && no_landlock) {
 		r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(ENOSYS), SCMP_SYS(landlock_create_ruleset),
 				     0);
@@ -297,6 +367,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "hardened-wrapper: cannot install the filter: %s\n", strerror(-r));
 		return 125;
 	}
+exec:
 	if (exec_path)
 		execv(exec_path, argv);
 	else

@@ -352,8 +352,13 @@ t_denial_seccomp() {
 		'[["syscall", "unshare", "EPERM"]]'
 	wj -- "$PROBE" tiocsti
 	expect_json "any(x['syscall'] == 'ioctl' and x['target'] == 'TIOCSTI' for x in d['denials'])" true
-	wj -- "$PROBE" io-uring
-	expect_json "any(x['syscall'].startswith('io_uring') for x in d['denials'])" true
+	# Unless the host itself refuses io_uring (a container runtime's profile answers before
+	# ward's filter, with its own errno, and ward never hears of the call).
+	hp io-uring
+	if [[ $LINE == "io-uring: ok"* ]]; then
+		wj -- "$PROBE" io-uring
+		expect_json "any(x['syscall'].startswith('io_uring') for x in d['denials'])" true
+	fi
 	# clone3 answers ENOSYS so that libc falls back to clone: not a denial.
 	wj -- "$PROBE" clone3
 	expect_json '[d["sandbox_denied"], d["denials"]]' '[false, []]'

@@ -152,6 +152,146 @@ t_unix_socket() {
 	assert_absent "$sock"
 }
 
+# Socket activation as systemd does it (sd_listen_fds(3)), played by a few lines of Python:
+# the listening sockets from fd 3, LISTEN_FDS of them, LISTEN_PID the server's own pid
+# (the launcher execs ward). activate ADDR... -- ARGS: ADDR is unix:PATH, tcp:IP (port 0),
+# file:PATH (not a socket), otherpid (LISTEN_PID of another process); the bound addresses,
+# one per line, in $T/.run/addrs; ward serve ARGS in the background, its pid in SPID.
+activate() {
+	local addrs=()
+	while [ "$1" != -- ]; do
+		addrs+=("$1")
+		shift
+	done
+	shift
+	"$SPY" - "$T/.run/addrs" "${addrs[@]}" -- "$WARD" serve "$@" >"$T/.run/serve.out" 2>"$T/.run/serve.err" <<'PYEOF' &
+import os, socket, sys
+out, rest = sys.argv[1], sys.argv[2:]
+i = rest.index("--")
+specs, argv = rest[:i], rest[i + 1:]
+fds, urls, pid = [], [], str(os.getpid())
+for spec in specs:
+    kind, _, arg = spec.partition(":")
+    if kind == "unix":
+        s = socket.socket(socket.AF_UNIX)
+        s.bind(arg)
+        s.listen(16)
+        urls.append("unix:" + arg)
+    elif kind == "tcp":
+        s = socket.socket()
+        s.bind((arg, 0))
+        s.listen(16)
+        urls.append("ws://%s:%d" % s.getsockname())
+    elif kind == "file":
+        s = open(arg, "w")
+    elif kind == "otherpid":
+        pid = "1"
+        continue
+    fds.append(s.fileno())
+    globals().setdefault("keep", []).append(s)
+open(out, "w").write("".join(u + "\n" for u in urls))
+# Out of the way first (a socket may already sit on 3), then into place, inheritable.
+high = [os.dup(fd) for fd in fds]
+for n, fd in enumerate(high):
+    os.dup2(fd, 3 + n, inheritable=True)
+    os.set_inheritable(3 + n, True)
+os.environ.update(LISTEN_FDS=str(len(fds)), LISTEN_PID=pid, LISTEN_FDNAMES=":".join(["x"] * len(fds)))
+os.execv(argv[0], argv)
+PYEOF
+	SPID=$!
+	BG_PIDS+=("$SPID")
+	wait_for test -s "$T/.run/serve.err" || fail "ward serve said nothing"
+}
+
+t_socket_activation() {
+	local tok u
+	activate "unix:$T/a.sock" tcp:127.0.0.1 -- --listen systemd --token-file "$T/token"
+	wait_for grep -q "listening on ws://" "$T/.run/serve.err" || fail "not listening: $(cat "$T/.run/serve.err")"
+	tok=$(cat "$T/token")
+	for u in $(cat "$T/.run/addrs"); do
+		grep -q "listening on $u\$" "$T/.run/serve.err" || fail "$u not served: $(cat "$T/.run/serve.err")"
+		client run "$u" "$tok"
+		assert_eq "$(out)" ok "a client through the passed socket $u"
+	done
+	kill -TERM "$SPID"
+	wait "$SPID"
+	# The socket is systemd's: its path stays.
+	[ -S "$T/a.sock" ] || fail "the passed socket's path was removed"
+	rm -f "$T/a.sock"
+	# Without --listen, the passed sockets are the default.
+	activate "unix:$T/a.sock" -- --no-auth
+	wait_for grep -q "listening on unix:$T/a.sock" "$T/.run/serve.err" || fail "not the default: $(cat "$T/.run/serve.err")"
+	client run "unix:$T/a.sock" ""
+	assert_eq "$(out)" ok "a client through the default passed socket"
+	kill -TERM "$SPID"
+	wait "$SPID"
+	rm -f "$T/a.sock"
+	# Passed to another process (LISTEN_PID not ours): not ours to serve.
+	activate otherpid "unix:$T/a.sock" -- --listen systemd --no-auth
+	wait "$SPID"
+	WRC=$?
+	expect_rc 125
+	grep -q "no sockets were passed" "$T/.run/serve.err" || fail "$(cat "$T/.run/serve.err")"
+	rm -f "$T/a.sock"
+	# Not a socket, and a socket beyond loopback without --allow-remote: refused.
+	activate "file:$T/plain" -- --listen systemd --no-auth
+	wait "$SPID"
+	WRC=$?
+	expect_rc 125
+	grep -q "descriptor 3 is not a listening stream socket" "$T/.run/serve.err" || fail "$(cat "$T/.run/serve.err")"
+	activate tcp:0.0.0.0 -- --listen systemd --token-file "$T/token"
+	wait "$SPID"
+	WRC=$?
+	expect_rc 125
+	grep -q "not a loopback address: that needs --allow-remote" "$T/.run/serve.err" || fail "$(cat "$T/.run/serve.err")"
+}
+
+# Kubernetes and podman mount a secret as root's file on a read-only mount, readable by the
+# pod's group, reached through symlinks (..data): ward serve, running as another user,
+# accepts it as the token file; the same file where it could be changed, or readable by
+# others, it does not.
+t_mounted_secret() {
+	# Anyone's own token file through a symlink is refused (only a secret's may be one).
+	printf 'own-token-0123456789abcdef\n' >"$T/own"
+	chmod 600 "$T/own"
+	ln -s own "$T/own-link"
+	timeout 10 "$WARD" serve --listen ws://127.0.0.1:0 --token-file "$T/own-link" </dev/null \
+		>"$T/.run/stdout" 2>"$T/.run/stderr"
+	WRC=$?
+	expect_rc 125
+	assert_stderr_has "is a symlink (only a mounted secret's may be)"
+	# The rest makes root's files and mounts: as root only (test.sh runs the suite as both).
+	[ "$(id -u)" = 0 ] || return 0
+	mkdir -p "$T/sec/..2026" "$T/home"
+	printf 'mounted-secret-token-0123456789\n' >"$T/sec/..2026/token"
+	chown 0:65534 "$T/sec/..2026/token"
+	chmod 0440 "$T/sec/..2026/token"
+	ln -s ..2026 "$T/sec/..data"
+	ln -s ..data/token "$T/sec/token"
+	chmod 755 "$T" "$T/sec" "$T/sec/..2026"
+	chown 65534:65534 "$T/home"
+	# as65534 [ro|rw] ARGS: ward serve as uid 65534 with the secret directory mounted so.
+	as65534() {
+		local mode=$1
+		shift
+		timeout 10 unshare -m sh -c 'mount --bind "$1/sec" "$1/sec" && { [ "$2" = rw ] || mount -o remount,bind,ro "$1/sec"; } &&
+			shift 2 && exec setpriv --reuid 65534 --regid 65534 --clear-groups env HOME="$T/home" "$@"' \
+			sh "$T" "$mode" "$WARD" serve "$@" </dev/null >"$T/.run/stdout" 2>"$T/.run/stderr"
+		WRC=$?
+	}
+	as65534 ro --listen ws://127.0.0.1:0 --token-file "$T/sec/token" --max-connections 1 --session-ttl 0.001 &
+	wait_for grep -q "ws://" "$T/.run/stdout" || fail "the mounted secret was refused: $(cat "$T/.run/stderr")"
+	kill %1 2>/dev/null
+	wait
+	as65534 rw --listen ws://127.0.0.1:0 --token-file "$T/sec/token"
+	expect_rc 125
+	assert_stderr_has "is a symlink (only a mounted secret's may be)"
+	chmod 0444 "$T/sec/..2026/token"
+	as65534 ro --listen ws://127.0.0.1:0 --token-file "$T/sec/..2026/token"
+	expect_rc 125
+	assert_stderr_has "can be read by others"
+}
+
 t_max_connections() {
 	local tok
 	serve --listen ws://127.0.0.1:0 --token-file "$T/token" --max-connections 1
@@ -931,6 +1071,8 @@ tcase "the fs queue charges the whole request it keeps (64 MiB per connection)" 
 tcase "bad start-up options are refused with one line (125)" t_refusals_at_start
 tcase "a first run without XDG_RUNTIME_DIR or ~/.local: the token's directory is made" t_first_run_token_dir
 tcase "unix socket listener (0600, stale socket replaced)" t_unix_socket
+tcase "socket activation: the sockets systemd passes (LISTEN_FDS), only when LISTEN_PID is ours" t_socket_activation
+tcase "a mounted secret (root's, read-only, the group's) is accepted as the token file" t_mounted_secret
 tcase "connections beyond --max-connections get 503" t_max_connections
 tcase "100 connections dropped mid-request: server carries on, nothing left" t_dropped_connections
 tcase "300 stalled handshakes: bounded, a client with the token still served" t_handshake_flood
