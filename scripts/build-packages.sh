@@ -22,7 +22,7 @@ die() {
 }
 
 bash "$top/scripts/setup-deps.sh" build-essential dpkg-dev debhelper lintian fakeroot man-db groff-base \
-	meson ninja-build pkgconf libc-ares-dev libjansson-dev libseccomp-dev libssl-dev libwslay-dev systemd g++ ||
+	meson ninja-build pkgconf libc-ares-dev libjansson-dev libseccomp-dev libssl-dev libsystemd-dev libwslay-dev systemd g++ ||
 	die "cannot install the packaging tools"
 
 work=$(mktemp -d /var/tmp/ward-deb.XXXXXX)
