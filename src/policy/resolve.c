@@ -302,7 +302,8 @@ static int protect_roots(struct ward_policy *p, const struct ward__strv *named,
 			starts[n] = p->home;
 			points[n++] = hp;
 		} else {
-			points[home_at].m[0] |= hp.m[0];
+			for (size_t w = 0; w < WARD_AUTORUN_MASK_WORDS; w++)
+				points[home_at].m[0][w] |= hp.m[0][w];
 			points[home_at].depth = MAX(points[home_at].depth, hp.depth);
 		}
 		/* Its parents (and itself) stay where they are: the scan's findings are in it. */

@@ -154,6 +154,30 @@ t_a_home_inside_the_workspace() {
 	done
 }
 
+t_more_home_places() {
+	local h=$WS p
+	# Existing (the usual case: the tool is installed and configured): read-only.
+	mkdir -p "$h/.vim/plugin" "$h/.config/tmux" "$h/.local/share/nvim/site" "$h/.ipython/profile_default"
+	printf 'orig\n' >"$h/.gdbinit"
+	printf 'orig\n' >"$h/.config/tmux/tmux.conf"
+	for p in .vim/plugin/x.vim .config/tmux/tmux.conf .gdbinit .local/share/nvim/site/x.lua \
+		.ipython/profile_default/startup.py; do
+		HOME=$h refused "$h/$p" write evil
+	done
+	assert_content "$h/.gdbinit" orig
+	assert_content "$h/.config/tmux/tmux.conf" orig
+	assert_absent "$h/.vim/plugin/x.vim"
+	# Missing: the first of each that appears stops the run and is removed.
+	for p in .bash_aliases .bashrc.d .xsessionrc .yarnrc.yml .oh-my-zsh .config/vim .config/emacs \
+		.config/direnv .config/husky .config/pip .config/starship.toml .config/systemd/user.control \
+		.local/share/systemd .gradle/init.d .config/Code/User; do
+		HOME=$h stopped "$h/$p" sh -c "mkdir -p '$h/$p'; sleep 1"
+	done
+	# Their neighbours are the tools' own.
+	HOME=$h w -- mkdir -p "$h/.gradle/caches" "$h/.config/Code/Cache" "$h/.local/share/other"
+	expect_rc 0
+}
+
 t_path_directories() {
 	mkdir -p "$WS/bin" "$WS/a/b/bin" "$WS/tools"
 	printf '#!/bin/sh\n' >"$WS/bin/tool"
@@ -460,6 +484,7 @@ tcase "deeper than two levels and package trees are not protected" \
 	t_deeper_and_package_trees_are_not_protected
 tcase "a home in the workspace keeps ssh, services, autostart and credentials" \
 	t_a_home_inside_the_workspace
+tcase "a home's editor, shell, session, service and build tool places" t_more_home_places
 tcase "directories of PATH inside the workspace, existing and not" t_path_directories
 tcase "sources, builds, git keep working" t_ordinary_work_goes_on
 tcase "npm install of a local tarball and directory" t_npm_install_of_a_local_package

@@ -355,6 +355,64 @@ TEST(a_home_deep_in_a_root_and_a_root_that_is_the_home)
 	ward_policy_free(p);
 }
 
+/*
+ * More of a home's places (the review's finding 9): each was left writable
+ * and each runs code when its tool starts. Existing ones are read-only,
+ * missing ones guarded, and the ways to them looked into.
+ */
+TEST(a_home_protects_the_startup_places_of_its_tools)
+{
+	static const struct {
+		const char *rel, *reason;
+		bool file;
+	} existing[] = {
+		{".bash_aliases", "autorun: shell startup", true},
+		{".bashrc.d", "autorun: shell startup"},
+		{".oh-my-zsh", "autorun: shell startup"},
+		{".config/starship.toml", "autorun: shell startup", true},
+		{".config/direnv", "autorun: shell startup"},
+		{".vim", "autorun: program startup"},
+		{".config/vim", "autorun: program startup"},
+		{".config/tmux", "autorun: program startup"},
+		{".gdbinit", "autorun: program startup", true},
+		{".config/emacs", "autorun: program startup"},
+		{".local/share/nvim", "autorun: program startup"},
+		{".ipython", "autorun: program startup"},
+		{".local/share/systemd", "autorun: user services"},
+		{".config/systemd/user.control", "autorun: user services"},
+		{".xsessionrc", "autorun: session start", true},
+		{".config/Code/User", "autorun: editor tasks"},
+		{".gradle/init.d", "autorun: build tool config"},
+		{".yarnrc.yml", "autorun: build tool config", true},
+		{".config/pip", "autorun: build tool config"},
+		{".config/husky", "autorun: hook runner config"},
+	};
+	char ws[256];
+	struct ward_policy *p;
+
+	test_ws(ws, sizeof(ws));
+	mkdir_p(ws, ".config");
+	for (size_t i = 0; i < sizeof(existing) / sizeof(existing[0]); i++) {
+		if (existing[i].file)
+			touch(ws, existing[i].rel);
+		else
+			mkdir_p(ws, existing[i].rel);
+	}
+	mkdir_p(ws, ".gradle/caches");
+	mkdir_p(ws, ".config/Code/CachedData");
+	setenv("HOME", ws, 1);
+	p = resolved(ws);
+	for (size_t i = 0; i < sizeof(existing) / sizeof(existing[0]); i++)
+		ASSERT_ENTRY(p, ws, existing[i].rel, WARD_PROTECT_READONLY, existing[i].reason);
+	/* Their neighbours are the tools' own to write. */
+	ASSERT_NO_ENTRY(p, ws, ".gradle/caches");
+	ASSERT_NO_ENTRY(p, ws, ".config/Code/CachedData");
+	/* Missing: guarded (the single names), looked for (the deeper ones, see the matcher). */
+	ASSERT_ENTRY(p, ws, ".xsession", WARD_PROTECT_MISSING, "autorun: session start");
+	ASSERT_ENTRY(p, ws, ".pip", WARD_PROTECT_MISSING, "autorun: build tool config");
+	ward_policy_free(p);
+}
+
 /* ------------------------------------------------------------------ PATH */
 
 TEST(path_directories_inside_a_root)
