@@ -178,6 +178,24 @@ t_more_home_places() {
 	expect_rc 0
 }
 
+t_hook_runner_configs() {
+	make_repo "$WS"
+	# lefthook's hooks are installed (a stand-in for its script): its files are what they run.
+	printf '#!/bin/sh\nexec lefthook run pre-commit "$@"\n' >"$WS/.git/hooks/pre-commit"
+	chmod +x "$WS/.git/hooks/pre-commit"
+	printf 'pre-commit:\n  commands: {}\n' >"$WS/lefthook.yml"
+	printf 'repos: []\n' >"$WS/.pre-commit-config.yaml"
+	refused "$WS/lefthook.yml" append evil
+	assert_content "$WS/lefthook.yml" "$(printf 'pre-commit:\n  commands: {}')"
+	refused "$WS/.pre-commit-config.yaml" append evil
+	assert_content "$WS/.pre-commit-config.yaml" "repos: []"
+	refused "$WS/lefthook-local.yml" write evil
+	assert_absent "$WS/lefthook-local.yml"
+	# The rest of the work tree is the command's.
+	w -- sh -c 'echo two >file.txt && git commit -q --no-verify -am two'
+	expect_rc 0
+}
+
 t_path_directories() {
 	mkdir -p "$WS/bin" "$WS/a/b/bin" "$WS/tools"
 	printf '#!/bin/sh\n' >"$WS/bin/tool"
@@ -485,6 +503,7 @@ tcase "deeper than two levels and package trees are not protected" \
 tcase "a home in the workspace keeps ssh, services, autostart and credentials" \
 	t_a_home_inside_the_workspace
 tcase "a home's editor, shell, session, service and build tool places" t_more_home_places
+tcase "hook runners' configuration (lefthook, pre-commit) at a repository's top" t_hook_runner_configs
 tcase "directories of PATH inside the workspace, existing and not" t_path_directories
 tcase "sources, builds, git keep working" t_ordinary_work_goes_on
 tcase "npm install of a local tarball and directory" t_npm_install_of_a_local_package
