@@ -248,6 +248,54 @@ static int protect_home_git(struct ward_policy *p)
 }
 
 /*
+ * A writable root inside the home directory (`ward run -C ~/.config`): the
+ * home's places in it are protected as the scan of the home would have
+ * found them, so its point is the one that scan would reach it with (the
+ * matcher, from the home down to the root). 1 with *ret_reason when the
+ * root is one of the places or lies inside one (`-C ~/.ssh`): a directory
+ * cannot be both a writable root and read-only.
+ */
+static int home_point_at(const struct ward_policy *p, const char *home, const char *root,
+			 struct ward__autorun_point *ret, const char **ret_reason)
+{
+	struct ward__autorun_point at = ward__autorun_home_point(WARD_AUTORUN_DEPTH), child;
+	const char *rest = root + (strcmp(home, "/") == 0 ? 1 : strlen(home) + 1);
+	char dir[PATH_MAX];
+
+	*ret = (struct ward__autorun_point){.depth = -1};
+	if ((size_t)snprintf(dir, sizeof(dir), "%s", home) >= sizeof(dir))
+		return 0;
+	while (*rest) {
+		size_t len = strcspn(rest, "/"), dl = strlen(dir);
+		char name[NAME_MAX + 1];
+		enum ward__autorun_kind k;
+
+		if (len > NAME_MAX || dl + len + 2 > sizeof(dir))
+			return 0;
+		memcpy(name, rest, len);
+		name[len] = '\0';
+		k = ward__autorun_match(p, &at, dir, name, true, &child, ret_reason);
+		if (k == WARD_AUTORUN_PROTECTED)
+			return 1;
+		if (k == WARD_AUTORUN_NONE)
+			return 0;
+		at = child;
+		snprintf(dir + dl, sizeof(dir) - dl, "%s%s", dl == 1 ? "" : "/", name);
+		rest += len + (rest[len] == '/');
+	}
+	*ret = at;
+	return 0;
+}
+
+static void merge_point(struct ward__autorun_point *into, const struct ward__autorun_point *from)
+{
+	for (size_t k = 0; k < WARD_AUTORUN_MAX_COMPONENTS; k++)
+		for (size_t w = 0; w < WARD_AUTORUN_MASK_WORDS; w++)
+			into->m[k][w] |= from->m[k][w];
+	into->depth = MAX(into->depth, from->depth);
+}
+
+/*
  * The starts of the scan: every writable root with every name to
  * WARD_AUTORUN_DEPTH levels, except /tmp and $TMPDIR when the caller did not
  * name them: a world-writable sticky one is shared with every other user (a
@@ -288,6 +336,24 @@ static int protect_roots(struct ward_policy *p, const struct ward__strv *named,
 		points[n++] = ward__autorun_root_point(temp ? 0 : WARD_AUTORUN_DEPTH);
 	}
 	p->home = home_dir();
+	/* Roots inside the home get the home's places that lie in them. */
+	for (size_t i = 0; p->home && i < n; i++) {
+		struct ward__autorun_point hp;
+		const char *reason = NULL;
+
+		if (strcmp(starts[i], p->home) == 0 || !ward__path_under(starts[i], p->home))
+			continue;
+		if (home_point_at(p, p->home, starts[i], &hp, &reason) > 0) {
+			ward__error(
+				err, -EPERM, "policy",
+				"the writable root '%s' is a protected place of the home directory (%s): it cannot be writable",
+				starts[i], reason);
+			ward__error_hint(err, "--unprotect '%s' to let the command write it",
+					 starts[i]);
+			return -EPERM;
+		}
+		merge_point(&points[i], &hp);
+	}
 	if (p->home && !ward__policy_in_roots(p, p->home)) {
 		free(p->home);
 		p->home = NULL;
@@ -302,9 +368,7 @@ static int protect_roots(struct ward_policy *p, const struct ward__strv *named,
 			starts[n] = p->home;
 			points[n++] = hp;
 		} else {
-			for (size_t w = 0; w < WARD_AUTORUN_MASK_WORDS; w++)
-				points[home_at].m[0][w] |= hp.m[0][w];
-			points[home_at].depth = MAX(points[home_at].depth, hp.depth);
+			merge_point(&points[home_at], &hp);
 		}
 		/* Its parents (and itself) stay where they are: the scan's findings are in it. */
 		r = ward__policy_pin_ancestors(p, p->home, true);

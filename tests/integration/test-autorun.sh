@@ -196,6 +196,28 @@ t_hook_runner_configs() {
 	expect_rc 0
 }
 
+t_a_workspace_inside_the_homes_places() {
+	local h=$WS/h
+	mkdir -p "$h/.config/fish" "$h/.ssh"
+	printf 'orig\n' >"$h/.config/fish/config.fish"
+	printf 'key\n' >"$h/.ssh/authorized_keys"
+	# ward run -C ~/.config: the home's places there are protected all the same.
+	HOME=$h w -C "$h/.config" -- sh -c 'echo evil >>fish/config.fish'
+	[ "$WRC" != 0 ] || fail "appending to ~/.config/fish/config.fish succeeded"
+	assert_content "$h/.config/fish/config.fish" orig
+	HOME=$h w -C "$h/.config" -- sh -c 'mkdir -p systemd/user && echo evil >systemd/user/x.service'
+	guard_stopped "$h/.config/systemd/user"
+	assert_absent "$h/.config/systemd/user"
+	HOME=$h w -C "$h/.config" -- mkdir -p other/x
+	expect_rc 0
+	# ward run -C ~/.ssh: the workspace is a place itself; refused, saying why.
+	HOME=$h w -C "$h/.ssh" -- sh -c 'echo evil >>authorized_keys'
+	expect_rc 125
+	grep -q "protected place of the home directory (autorun: ssh)" "$T/.run/stderr" ||
+		fail "stderr does not say why: $(cat "$T/.run/stderr")"
+	assert_content "$h/.ssh/authorized_keys" key
+}
+
 t_path_directories() {
 	mkdir -p "$WS/bin" "$WS/a/b/bin" "$WS/tools"
 	printf '#!/bin/sh\n' >"$WS/bin/tool"
@@ -504,6 +526,7 @@ tcase "a home in the workspace keeps ssh, services, autostart and credentials" \
 	t_a_home_inside_the_workspace
 tcase "a home's editor, shell, session, service and build tool places" t_more_home_places
 tcase "hook runners' configuration (lefthook, pre-commit) at a repository's top" t_hook_runner_configs
+tcase "a workspace inside the home's places keeps them" t_a_workspace_inside_the_homes_places
 tcase "directories of PATH inside the workspace, existing and not" t_path_directories
 tcase "sources, builds, git keep working" t_ordinary_work_goes_on
 tcase "npm install of a local tarball and directory" t_npm_install_of_a_local_package

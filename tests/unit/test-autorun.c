@@ -413,6 +413,51 @@ TEST(a_home_protects_the_startup_places_of_its_tools)
 	ward_policy_free(p);
 }
 
+/* A workspace inside the home's places (ward run -C ~/.config): those in it are the home's. */
+TEST(a_root_inside_the_home_keeps_the_homes_places)
+{
+	char ws[256], home[300], root[400];
+	struct ward_error err = {0};
+	struct ward_policy *p;
+
+	test_ws(ws, sizeof(ws));
+	snprintf(home, sizeof(home), "%s/h", ws);
+	mkdir_p(ws, "h/.config/systemd/user");
+	mkdir_p(ws, "h/.config/fish");
+	mkdir_p(ws, "h/.config/other");
+	mkdir_p(ws, "h/.ssh");
+	mkdir_p(ws, "h/.local/share/applications");
+	setenv("HOME", home, 1);
+	snprintf(root, sizeof(root), "%s/.config", home);
+	p = resolved(root);
+	ASSERT_ENTRY(p, root, "systemd/user", WARD_PROTECT_READONLY, "autorun: user services");
+	ASSERT_ENTRY(p, root, "fish", WARD_PROTECT_READONLY, "autorun: shell startup");
+	ASSERT_NO_ENTRY(p, root, "other");
+	/* Missing ones: looked for by the guard where they would appear (the root is watched). */
+	ASSERT_TRUE(ward__autorun_watched(p, root));
+	ASSERT_NO_ENTRY(p, root, "autostart");
+	ward_policy_free(p);
+
+	/* Two levels in: the way to .local/share/applications. */
+	snprintf(root, sizeof(root), "%s/.local", home);
+	p = resolved(root);
+	ASSERT_ENTRY(p, root, "share/applications", WARD_PROTECT_READONLY,
+		     "autorun: session start");
+	ward_policy_free(p);
+
+	/* A root that is a place itself cannot be writable: refused, unless lifted. */
+	snprintf(root, sizeof(root), "%s/.ssh", home);
+	p = unresolved(root);
+	ASSERT_TRUE(ward_policy_resolve(p, &err) < 0);
+	ASSERT_TRUE(strstr(err.message, "protected place of the home") != NULL);
+	ASSERT_TRUE(strstr(err.message, "autorun: ssh") != NULL);
+	ward_policy_free(p);
+	p = unresolved(root);
+	ASSERT_OK(ward_policy_add_unprotect(p, root));
+	resolve_or_fail(p);
+	ward_policy_free(p);
+}
+
 /* ------------------------------------------------------------------ PATH */
 
 TEST(path_directories_inside_a_root)
