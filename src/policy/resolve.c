@@ -346,7 +346,7 @@ static int protect_roots(struct ward_policy *p, const struct ward__strv *named,
 		if (home_point_at(p, p->home, starts[i], &hp, &reason) > 0) {
 			ward__error(
 				err, -EPERM, "policy",
-				"the writable root '%s' is a protected place of the home directory (%s): it cannot be writable",
+				"the writable root '%s' is, or is in, a protected place of the home directory (%s): it cannot be writable",
 				starts[i], reason);
 			ward__error_hint(err, "--unprotect '%s' to let the command write it",
 					 starts[i]);
