@@ -557,7 +557,7 @@ struct linux_dirent64 {
 /* An entry of a directory that matters: an autorun name, or a directory to look into. */
 struct hit {
 	char *name;
-	enum ward__autorun_kind kind;
+	enum ward__autorun_kind kind; /* NONE: a .git (repo) */
 	const char *reason;
 	struct ward__autorun_point child;
 };
@@ -626,6 +626,9 @@ static int consider(const struct scan *s, const struct item *it, struct result *
 	 */
 	if (name[0] != '.' && only_first_components(&it->at))
 		return 0;
+	/* A repository of its own within the depth: the sink protects it as it does a root's. */
+	if (s->sink->repo && !it->start && it->at.depth >= 0 && strcmp(name, ".git") == 0)
+		return add_hit(res, name, WARD_AUTORUN_NONE, NULL, NULL);
 	k = ward__autorun_match(s->p, &it->at, it->path, name, is_dir, &child, &reason);
 	if (k == WARD_AUTORUN_NONE)
 		return 0;
@@ -795,6 +798,9 @@ static int apply_dir(struct scan *s, const struct item *it, const struct result 
 			return -ENOMEM;
 		if (h->kind == WARD_AUTORUN_PROTECTED) {
 			r = s->sink->found(s->sink->userdata, path, h->reason);
+			free(path);
+		} else if (h->kind == WARD_AUTORUN_NONE) {
+			r = s->sink->repo(s->sink->userdata, it->path);
 			free(path);
 		} else if (is_start(s, path)) {
 			/* A nested root or the home directory is looked into as a start of its own. */

@@ -304,6 +304,8 @@ WARD_INTERNAL bool ward__autorun_point_empty(const struct ward__autorun_point *a
 struct ward__autorun_sink {
 	int (*found)(void *userdata, const char *path, const char *reason);
 	int (*missing)(void *userdata, const char *dir, const char *name, const char *reason);
+	/* A directory within the depth, not a start, with a .git of its own (may be NULL). */
+	int (*repo)(void *userdata, const char *dir);
 	void *userdata;
 };
 

@@ -46,20 +46,54 @@ static int cmp_protected(const void *a, const void *b)
 /* The reason of a home's missing .git: that of git's configuration, which it would be. */
 static const char home_git_reason[] = "autorun: git config";
 
+/* What the scan's findings go to: the policy, and how many repositories were protected. */
+struct sink_ctx {
+	struct ward_policy *p;
+	unsigned repos;
+};
+
+/*
+ * Repositories of their own beneath a root (not submodules: those the
+ * root's .gitmodules names are protected with it) that the scan meets, at
+ * most this many per policy; the ones past it are said in the notes.
+ */
+#define NESTED_REPOS_MAX 128
+
 /* The scan's findings become protected paths (autorun.c reports, this file protects). */
 static int sink_found(void *userdata, const char *path, const char *reason)
 {
-	return ward__policy_protect(userdata, path, reason);
+	struct sink_ctx *c = userdata;
+
+	return ward__policy_protect(c->p, path, reason);
 }
 
 static int sink_missing(void *userdata, const char *dir, const char *name, const char *reason)
 {
-	struct ward_policy *p = userdata;
+	struct sink_ctx *c = userdata;
 	_cleanup_free_ char *path = ward__path_join(dir, name);
 
 	return path
-		? ward__policy_add_entry(p, path, WARD_PROTECT_MISSING, false, dir, name, reason)
+		? ward__policy_add_entry(c->p, path, WARD_PROTECT_MISSING, false, dir, name, reason)
 		: -ENOMEM;
+}
+
+/*
+ * A repository the person has in the workspace (each of ~/src with the home as
+ * the workspace, a vendored checkout): git runs its hooks and reads its
+ * config the next time the person works there, so it gets the protections
+ * of a root's repository.
+ */
+static int sink_repo(void *userdata, const char *dir)
+{
+	struct sink_ctx *c = userdata;
+
+	if (++c->repos > NESTED_REPOS_MAX)
+		return c->repos == NESTED_REPOS_MAX + 1
+			? ward__policy_note(
+				  c->p, "nested repositories", dir,
+				  ": more than 128 in the workspace; this one and the ones after it have writable hooks and config")
+			: 0;
+	return ward__policy_protect_git(c->p, dir);
 }
 
 /*
@@ -313,7 +347,8 @@ static int protect_roots(struct ward_policy *p, const struct ward__strv *named,
 	_cleanup_free_ struct ward__autorun_point *points = calloc(p->roots.n + 1, sizeof(*points));
 	_cleanup_free_ char **starts = calloc(p->roots.n + 1, sizeof(char *));
 	_cleanup_(ward__strv_release) struct ward__strv path_starts = {0};
-	struct ward__autorun_sink sink = {sink_found, sink_missing, p};
+	struct sink_ctx ctx = {p, 0};
+	struct ward__autorun_sink sink = {sink_found, sink_missing, sink_repo, &ctx};
 	struct ward__autorun_budget budget = {ward__now_ms() + WARD_AUTORUN_SCAN_MS, 0};
 	size_t n = 0, home_at = SIZE_MAX;
 	struct stat st;

@@ -218,6 +218,18 @@ t_a_workspace_inside_the_homes_places() {
 	assert_content "$h/.ssh/authorized_keys" key
 }
 
+t_nested_repositories() {
+	make_repo "$WS/tools"
+	make_repo "$WS/a/b"
+	refused "$WS/tools/.git/config" append evil
+	refused "$WS/a/b/.git/hooks/post-checkout" write evil
+	assert_absent "$WS/a/b/.git/hooks/post-checkout"
+	! grep -q evil "$WS/tools/.git/config" || fail "tools/.git/config was written"
+	# Work in them goes on.
+	w -- sh -c 'cd tools && echo two >file.txt && git commit -q -am two && git -C ../a/b status --short'
+	expect_rc 0
+}
+
 t_path_directories() {
 	mkdir -p "$WS/bin" "$WS/a/b/bin" "$WS/tools"
 	printf '#!/bin/sh\n' >"$WS/bin/tool"
@@ -527,6 +539,7 @@ tcase "a home in the workspace keeps ssh, services, autostart and credentials" \
 tcase "a home's editor, shell, session, service and build tool places" t_more_home_places
 tcase "hook runners' configuration (lefthook, pre-commit) at a repository's top" t_hook_runner_configs
 tcase "a workspace inside the home's places keeps them" t_a_workspace_inside_the_homes_places
+tcase "repositories of their own one and two levels down keep hooks and config" t_nested_repositories
 tcase "directories of PATH inside the workspace, existing and not" t_path_directories
 tcase "sources, builds, git keep working" t_ordinary_work_goes_on
 tcase "npm install of a local tarball and directory" t_npm_install_of_a_local_package

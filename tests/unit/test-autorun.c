@@ -275,6 +275,32 @@ TEST(a_symlinked_name_protects_its_target_and_guards_the_link)
 	ward_policy_free(p);
 }
 
+/* Repositories of their own one and two levels down are protected like the root's. */
+TEST(nested_repositories_within_the_depth_keep_hooks_and_config)
+{
+	char ws[256];
+	struct ward_policy *p;
+
+	test_ws(ws, sizeof(ws));
+	mkdir_p(ws, ".git/hooks");
+	mkdir_p(ws, "tools/.git/hooks");
+	touch(ws, "tools/.git/config");
+	mkdir_p(ws, "a/b/.git/hooks");
+	touch(ws, "a/b/.git/config");
+	mkdir_p(ws, "vendor/lib/dep/.git/hooks");
+	mkdir_p(ws, "node_modules/x/.git/hooks");
+	p = resolved(ws);
+	ASSERT_ENTRY(p, ws, "tools/.git/hooks", WARD_PROTECT_READONLY, "git hooks");
+	ASSERT_ENTRY(p, ws, "tools/.git/config", WARD_PROTECT_READONLY, "git config");
+	ASSERT_TRUE(pinned(p, ws, "tools/.git"));
+	ASSERT_ENTRY(p, ws, "a/b/.git/hooks", WARD_PROTECT_READONLY, "git hooks");
+	ASSERT_ENTRY(p, ws, "a/b/.git/config", WARD_PROTECT_READONLY, "git config");
+	/* Deeper than the scan, and in package trees: not (docs/policy.md). */
+	ASSERT_NO_ENTRY(p, ws, "vendor/lib/dep/.git/hooks");
+	ASSERT_NO_ENTRY(p, ws, "node_modules/x/.git/hooks");
+	ward_policy_free(p);
+}
+
 /* ------------------------------------------------------------------ the home directory */
 
 TEST(a_home_inside_a_root_protects_its_places)
