@@ -109,7 +109,10 @@ static const struct {
 const char ward__autorun_path_reason[] = "autorun: on PATH";
 
 /*
- * Components are separated by '/'; a last component ending in '*' matches
+ * A change of the components after the first of any entry changes what the
+ * scan cache keeps of a directory: it takes a new VERSION in scan-cache.c.
+ *
+ * Components are separated by '/'; a component ending in '*' matches
  * every name it starts ("config*": config and config.toml). home: only in
  * the home directory itself, not in every directory.
  */
