@@ -46,6 +46,8 @@ enum autorun_class {
 	C_ENVIRON,
 	C_CREDENTIALS,
 	C_CARGO,
+	C_BUILD,
+	C_HOOK_RUNNER,
 	C_PATH,
 	C_MAX,
 };
@@ -56,7 +58,7 @@ static const struct {
 } classes[C_MAX] = {
 	[C_SHELL] =
 		{"autorun: shell startup",
-		 "every new shell (bash, zsh, fish) of a person whose home directory this is runs it"},
+		 "every new shell (bash, zsh, fish) of a person whose home directory this is runs it, or what it names: aliases, oh-my-zsh's plugins, the prompt's commands, direnv's allowed .envrc files"},
 	[C_GIT] =
 		{"autorun: git config",
 		 "git reads it: aliases, core.fsmonitor, core.hooksPath and credential helpers run commands"},
@@ -65,13 +67,13 @@ static const struct {
 		 "git submodule update and clone --recurse-submodules fetch and check out what it names"},
 	[C_EDITOR] =
 		{"autorun: editor tasks",
-		 "an editor opening this folder runs what it says: VS Code and Zed tasks, JetBrains run configurations, dev container commands, vim and neovim exrc files"},
+		 "an editor opening this folder runs what it says: VS Code and Zed tasks, JetBrains run configurations, dev container commands, vim and neovim exrc files; VS Code's user settings and tasks, in every folder"},
 	[C_AGENT] =
 		{"autorun: agent config",
 		 "a coding agent started here runs its hooks and starts the MCP servers it names, outside any sandbox"},
 	[C_STARTUP] =
 		{"autorun: program startup",
-		 "vim, neovim, emacs, tmux and python read it at every start and run what it says"},
+		 "vim, neovim, emacs, tmux, gdb, ipython and python read it at every start and run what it says"},
 	[C_SSH] =
 		{"autorun: ssh",
 		 "sshd lets in every key in authorized_keys; ssh runs the ProxyCommand and LocalCommand of its config"},
@@ -80,9 +82,10 @@ static const struct {
 		 "gpg and gpg-agent run the programs their configuration names (pinentry, scdaemon)"},
 	[C_SESSION] =
 		{"autorun: session start",
-		 "the desktop session runs it at login (autostart entries, .xprofile, .xinitrc) or when a file or link is opened (applications)"},
-	[C_SERVICES] = {"autorun: user services",
-			"systemd --user starts the services and timers defined there"},
+		 "the desktop session runs it at login (autostart entries, .xprofile, .xinitrc, .xsessionrc) or when a file or link is opened (applications)"},
+	[C_SERVICES] =
+		{"autorun: user services",
+		 "systemd --user starts the services and timers defined there (and drop-ins change the ones it has); D-Bus starts the session services defined there when a program asks for them"},
 	[C_ENVIRON] =
 		{"autorun: session environment",
 		 "the login session gives these variables (LD_PRELOAD, PATH) to every program of the person"},
@@ -92,6 +95,12 @@ static const struct {
 	[C_CARGO] =
 		{"autorun: cargo config",
 		 "cargo runs the runners, rustc wrappers and aliases it sets, for every crate beneath"},
+	[C_BUILD] =
+		{"autorun: build tool config",
+		 "gradle runs its init scripts and JVM options at every build; maven, yarn and pip fetch and run the releases and packages of the servers it names"},
+	[C_HOOK_RUNNER] =
+		{"autorun: hook runner config",
+		 "the git hooks that pre-commit, lefthook and husky install run the commands it lists, at the next commit, checkout or push"},
 	[C_PATH] =
 		{"autorun: on PATH",
 		 "the person's shell runs a program planted there in place of the one they meant (git, ls, make)"},
@@ -100,7 +109,10 @@ static const struct {
 const char ward__autorun_path_reason[] = "autorun: on PATH";
 
 /*
- * Components are separated by '/'; a last component ending in '*' matches
+ * A change of the components after the first of any entry changes what the
+ * scan cache keeps of a directory: it takes a new VERSION in scan-cache.c.
+ *
+ * Components are separated by '/'; a component ending in '*' matches
  * every name it starts ("config*": config and config.toml). home: only in
  * the home directory itself, not in every directory.
  */
@@ -113,6 +125,7 @@ static const struct entry {
 	{".bash_profile", C_SHELL, false},
 	{".bash_login", C_SHELL, false},
 	{".bash_logout", C_SHELL, false},
+	{".bash_aliases", C_SHELL, false},
 	{".profile", C_SHELL, false},
 	{".zshrc", C_SHELL, false},
 	{".zprofile", C_SHELL, false},
@@ -143,7 +156,8 @@ static const struct entry {
 	{".xprofile", C_SESSION, true},
 	{".xinitrc", C_SESSION, true},
 	{".local/share/applications", C_SESSION, true},
-	{".config/systemd/user", C_SERVICES, true},
+	/* user.control (systemctl --user set-property) and user.conf (the manager's environment). */
+	{".config/systemd/user*", C_SERVICES, true},
 	{".config/environment.d", C_ENVIRON, true},
 	{".pam_environment", C_ENVIRON, true},
 	{".npmrc", C_CREDENTIALS, true},
@@ -158,19 +172,63 @@ static const struct entry {
 	{".emacs.d", C_STARTUP, true},
 	{".tmux.conf", C_STARTUP, true},
 	{".local/lib/python*", C_STARTUP, true},
+	{".bashrc.d", C_SHELL, true},
+	{".config/zsh", C_SHELL, true},
+	{".oh-my-zsh", C_SHELL, true},
+	{".config/starship.toml", C_SHELL, true},
+	{".config/direnv", C_SHELL, true},
+	{".local/share/direnv", C_SHELL, true},
+	{".xsessionrc", C_SESSION, true},
+	{".xsession", C_SESSION, true},
+	{".local/share/systemd", C_SERVICES, true},
+	{".local/share/dbus-1", C_SERVICES, true},
+	{".vim", C_STARTUP, true},
+	{".config/vim", C_STARTUP, true},
+	{".local/share/nvim", C_STARTUP, true},
+	{".config/emacs", C_STARTUP, true},
+	{".config/tmux", C_STARTUP, true},
+	{".gdbinit", C_STARTUP, true},
+	{".config/gdb", C_STARTUP, true},
+	{".ipython", C_STARTUP, true},
+	{".config/Code*/User", C_EDITOR, true},
+	{".config/VSCodium/User", C_EDITOR, true},
+	{".gradle/init*", C_BUILD, true},
+	{".gradle/gradle.properties", C_BUILD, true},
+	{".m2/settings.xml", C_BUILD, true},
+	{".yarnrc", C_BUILD, true},
+	{".yarnrc.yml", C_BUILD, true},
+	{".config/pip", C_BUILD, true},
+	{".pip", C_BUILD, true},
+	{".config/husky", C_HOOK_RUNNER, true},
 };
 
-_Static_assert(ELEMENTSOF(table) <= 64, "the autorun table must fit a 64-bit mask");
+_Static_assert(ELEMENTSOF(table) <= 64 * WARD_AUTORUN_MASK_WORDS,
+	       "the autorun table must fit a point's sets of entries");
 
-/* The entries protected everywhere (home false) or in the home directory only. */
-static uint64_t class_mask(bool home)
+static bool bit_get(const uint64_t *m, size_t i)
 {
-	uint64_t m = 0;
+	return (m[i / 64] >> (i % 64)) & 1;
+}
 
+static void bit_set(uint64_t *m, size_t i)
+{
+	m[i / 64] |= UINT64_C(1) << (i % 64);
+}
+
+/* The entries protected everywhere ([0]) and in the home directory only ([1]): made once. */
+static uint64_t masks[2][WARD_AUTORUN_MASK_WORDS];
+static pthread_once_t masks_once = PTHREAD_ONCE_INIT;
+
+static void masks_init(void)
+{
 	for (size_t i = 0; i < ELEMENTSOF(table); i++)
-		if (table[i].home == home)
-			m |= UINT64_C(1) << i;
-	return m;
+		bit_set(masks[table[i].home], i);
+}
+
+static const uint64_t *class_mask(bool home)
+{
+	pthread_once(&masks_once, masks_init);
+	return masks[home];
 }
 
 struct ward__autorun_point ward__autorun_root_point(unsigned depth)
@@ -180,15 +238,18 @@ struct ward__autorun_point ward__autorun_root_point(unsigned depth)
 
 struct ward__autorun_point ward__autorun_home_point(unsigned depth)
 {
-	return (struct ward__autorun_point){.m = {class_mask(true)},
-					    .depth = (int8_t)MIN(depth, 64u)};
+	struct ward__autorun_point at = {.depth = (int8_t)MIN(depth, 64u)};
+
+	memcpy(at.m[0], class_mask(true), sizeof(at.m[0]));
+	return at;
 }
 
 bool ward__autorun_point_empty(const struct ward__autorun_point *at)
 {
 	for (size_t k = 0; k < WARD_AUTORUN_MAX_COMPONENTS; k++)
-		if (at->m[k])
-			return false;
+		for (size_t w = 0; w < WARD_AUTORUN_MASK_WORDS; w++)
+			if (at->m[k][w])
+				return false;
 	return at->depth < 0 && !at->paths;
 }
 
@@ -333,31 +394,35 @@ enum ward__autorun_kind ward__autorun_match(const struct ward_policy *p,
 	bool descend = false;
 
 	for (size_t k = 0; k < WARD_AUTORUN_MAX_COMPONENTS; k++) {
-		uint64_t mm = at->m[k];
+		uint64_t mm[WARD_AUTORUN_MASK_WORDS];
 
+		memcpy(mm, at->m[k], sizeof(mm));
 		/* Every first component starts with a dot: most names are done here. */
 		if (k == 0) {
 			if (name[0] != '.')
 				continue;
 			if (at->depth >= 0)
-				mm |= class_mask(false);
+				for (size_t w = 0; w < WARD_AUTORUN_MASK_WORDS; w++)
+					mm[w] |= class_mask(false)[w];
 		}
-		for (size_t i = 0; mm; i++, mm >>= 1) {
-			const char *c;
-			size_t len;
-			bool last;
+		for (size_t w = 0; w < WARD_AUTORUN_MASK_WORDS; w++)
+			for (uint64_t b = mm[w]; b; b &= b - 1) {
+				size_t i = w * 64 + (size_t)__builtin_ctzll(b);
+				const char *c;
+				size_t len;
+				bool last;
 
-			if (!(mm & 1) || !component(table[i].path, k, &c, &len, &last) ||
-			    !component_matches(c, len, name))
-				continue;
-			if (last) {
-				if (!reason)
-					reason = classes[table[i].cls].reason;
-			} else if (is_dir && k + 1 < WARD_AUTORUN_MAX_COMPONENTS) {
-				child.m[k + 1] |= UINT64_C(1) << i;
-				descend = true;
+				if (!component(table[i].path, k, &c, &len, &last) ||
+				    !component_matches(c, len, name))
+					continue;
+				if (last) {
+					if (!reason)
+						reason = classes[table[i].cls].reason;
+				} else if (is_dir && k + 1 < WARD_AUTORUN_MAX_COMPONENTS) {
+					bit_set(child.m[k + 1], i);
+					descend = true;
+				}
 			}
-		}
 	}
 	/* A PATH directory that does not exist yet, and the directories on the way to it. */
 	for (size_t i = 0; !reason && at->paths && i < p->path_missing.n; i++) {
@@ -495,7 +560,7 @@ struct linux_dirent64 {
 /* An entry of a directory that matters: an autorun name, or a directory to look into. */
 struct hit {
 	char *name;
-	enum ward__autorun_kind kind;
+	enum ward__autorun_kind kind; /* NONE: a .git (repo) */
 	const char *reason;
 	struct ward__autorun_point child;
 };
@@ -506,7 +571,7 @@ struct result {
 	bool cached; /* its listing came from the scan cache */
 	struct hit *hits;
 	size_t n_hits, cap_hits;
-	uint64_t found; /* a start's single-component names seen, by table index */
+	uint64_t found[WARD_AUTORUN_MASK_WORDS]; /* a start's single-component names seen */
 	size_t entries;
 };
 
@@ -543,8 +608,9 @@ static int add_hit(struct result *res, const char *name, enum ward__autorun_kind
 static bool only_first_components(const struct ward__autorun_point *at)
 {
 	for (size_t k = 1; k < WARD_AUTORUN_MAX_COMPONENTS; k++)
-		if (at->m[k])
-			return false;
+		for (size_t w = 0; w < WARD_AUTORUN_MASK_WORDS; w++)
+			if (at->m[k][w])
+				return false;
 	return at->depth <= 0 && !at->paths;
 }
 
@@ -563,13 +629,16 @@ static int consider(const struct scan *s, const struct item *it, struct result *
 	 */
 	if (name[0] != '.' && only_first_components(&it->at))
 		return 0;
+	/* A repository of its own within the depth: the sink protects it as it does a root's. */
+	if (s->sink->repo && !it->start && it->at.depth >= 0 && strcmp(name, ".git") == 0)
+		return add_hit(res, name, WARD_AUTORUN_NONE, NULL, NULL);
 	k = ward__autorun_match(s->p, &it->at, it->path, name, is_dir, &child, &reason);
 	if (k == WARD_AUTORUN_NONE)
 		return 0;
 	if (k == WARD_AUTORUN_PROTECTED && it->start)
 		for (size_t i = 0; i < ELEMENTSOF(table); i++)
 			if (!strchr(table[i].path, '/') && strcmp(table[i].path, name) == 0)
-				res->found |= UINT64_C(1) << i;
+				bit_set(res->found, i);
 	return add_hit(res, name, k, reason, k == WARD_AUTORUN_DESCEND ? &child : NULL);
 }
 
@@ -733,6 +802,9 @@ static int apply_dir(struct scan *s, const struct item *it, const struct result 
 		if (h->kind == WARD_AUTORUN_PROTECTED) {
 			r = s->sink->found(s->sink->userdata, path, h->reason);
 			free(path);
+		} else if (h->kind == WARD_AUTORUN_NONE) {
+			r = s->sink->repo(s->sink->userdata, it->path);
+			free(path);
 		} else if (is_start(s, path)) {
 			/* A nested root or the home directory is looked into as a start of its own. */
 			free(path);
@@ -746,9 +818,8 @@ static int apply_dir(struct scan *s, const struct item *it, const struct result 
 	for (size_t i = 0; i < ELEMENTSOF(table); i++) {
 		bool generic = !table[i].home && it->at.depth >= 0;
 
-		if (strchr(table[i].path, '/') || (res->found & (UINT64_C(1) << i)) ||
-		    !(generic || (it->at.m[0] & (UINT64_C(1) << i))) ||
-		    lifted(s->p, it->path, table[i].path))
+		if (strchr(table[i].path, '/') || bit_get(res->found, i) ||
+		    !(generic || bit_get(it->at.m[0], i)) || lifted(s->p, it->path, table[i].path))
 			continue;
 		r = s->sink->missing(s->sink->userdata, it->path, table[i].path,
 				     classes[table[i].cls].reason);

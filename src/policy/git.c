@@ -132,6 +132,102 @@ static int protect_hooks_path(struct ward_policy *p, const char *root, const cha
 	return r;
 }
 
+/*
+ * Hook runners keep what their hooks run in the work tree, outside the
+ * hooks directory: pre-commit's .pre-commit-config.yaml, lefthook's
+ * lefthook.yml and its variants (the -local ones are read on top). Their
+ * existing files are protected at the top of every repository ward protects:
+ * configuration of code that git hooks run, now or once the person installs
+ * them. A missing one is guarded only where that runner's hooks are
+ * installed, since only there would a new file run anything (and an
+ * ordinary repository's guarded names stay few).
+ */
+#define HOOK_FILES_MAX 32 /* hook scripts looked into per repository */
+#define HOOK_FILE_MAX 16384 /* bytes read of each */
+
+enum { RUNNER_PRE_COMMIT = 1, RUNNER_LEFTHOOK = 2 };
+
+/* Which runners' hooks the hooks directory holds (their scripts name them). */
+static unsigned hook_runners(const char *hooks)
+{
+	_cleanup_(closedirp) DIR *d = opendir(hooks);
+	unsigned found = 0, n = 0;
+	struct dirent *de;
+
+	if (!d)
+		return 0;
+	while ((de = readdir(d)) && n < HOOK_FILES_MAX) {
+		_cleanup_free_ char *path = NULL, *buf = NULL;
+		size_t len = strlen(de->d_name);
+
+		if (de->d_name[0] == '.' ||
+		    (len > 7 && strcmp(de->d_name + len - 7, ".sample") == 0))
+			continue;
+		n++;
+		path = ward__path_join(hooks, de->d_name);
+		if (!path || ward__read_regular_file(path, HOOK_FILE_MAX, &buf, NULL) < 0)
+			continue;
+		if (strstr(buf, "pre-commit"))
+			found |= RUNNER_PRE_COMMIT;
+		if (strstr(buf, "lefthook"))
+			found |= RUNNER_LEFTHOOK;
+	}
+	return found;
+}
+
+static int protect_runner_file(struct ward_policy *p, const char *root, const char *name,
+			       bool guard)
+{
+	_cleanup_free_ char *path = ward__path_join(root, name);
+	struct stat st;
+
+	if (!path)
+		return -ENOMEM;
+	if (!guard && lstat(path, &st) < 0)
+		return 0;
+	return ward__policy_protect(p, path, "autorun: hook runner config");
+}
+
+static int protect_hook_runners(struct ward_policy *p, const char *root, const char *gitdir)
+{
+	static const char *const bases[] = {"lefthook",		".lefthook",
+					    "lefthook-local",	".lefthook-local",
+					    ".config/lefthook", ".config/lefthook-local"};
+	static const char *const exts[] = {"yml", "yaml", "toml", "json", "jsonc"};
+	_cleanup_free_ char *config = ward__path_join(gitdir, "config");
+	_cleanup_free_ char *hp = config ? git_hooks_path(config) : NULL;
+	_cleanup_free_ char *hooks = NULL, *dotconfig = ward__path_join(root, ".config");
+	unsigned runners;
+	struct stat st;
+	bool has_config;
+	int r;
+
+	if (!config || !dotconfig)
+		return -ENOMEM;
+	if (hp && hp[0] == '~' && hp[1] == '/')
+		hooks = getenv("HOME") ? ward__path_join(getenv("HOME"), hp + 2) : NULL;
+	else if (hp)
+		hooks = hp[0] == '/' ? strdup(hp) : ward__path_join(root, hp);
+	else
+		hooks = ward__path_join(gitdir, "hooks");
+	runners = hooks ? hook_runners(hooks) : 0;
+	/* A missing .config is not guarded for them: that would refuse every new .config. */
+	has_config = lstat(dotconfig, &st) == 0 && S_ISDIR(st.st_mode);
+	r = protect_runner_file(p, root, ".pre-commit-config.yaml", runners & RUNNER_PRE_COMMIT);
+	for (size_t b = 0; r >= 0 && b < ELEMENTSOF(bases); b++)
+		for (size_t e = 0; r >= 0 && e < ELEMENTSOF(exts); e++) {
+			_cleanup_free_ char *name = NULL;
+
+			if (asprintf(&name, "%s.%s", bases[b], exts[e]) < 0)
+				return -ENOMEM;
+			r = protect_runner_file(
+				p, root, name,
+				(runners & RUNNER_LEFTHOOK) &&
+					(name[0] != '.' || name[1] != 'c' || has_config));
+		}
+	return r;
+}
+
 /* Reads "gitdir: X" from a .git file; X relative to the file's directory. */
 static char *read_gitdir_file(const char *root, const char *file)
 {
@@ -388,6 +484,8 @@ static int protect_dotgit(struct ward_policy *p, const char *root)
 		r = ward__policy_pin(p, dotgit, "git directory");
 		if (r >= 0)
 			r = protect_git_dir(p, root, dotgit);
+		if (r >= 0)
+			r = protect_hook_runners(p, root, dotgit);
 		return r;
 	}
 	if (S_ISREG(st.st_mode)) {
@@ -424,11 +522,14 @@ static int protect_dotgit(struct ward_policy *p, const char *root)
 								 "git worktree link");
 				if (r >= 0)
 					r = protect_git_dir(p, root, rc);
+				if (r >= 0)
+					r = protect_hook_runners(p, root, rc);
 				return r;
 			}
 		}
 		/* A submodule: hooks and config live in its own git directory. */
-		return protect_git_dir(p, root, canon);
+		r = protect_git_dir(p, root, canon);
+		return r < 0 ? r : protect_hook_runners(p, root, canon);
 	}
 	return 0;
 }

@@ -68,19 +68,21 @@ struct ward__protected {
  * WARD_AUTORUN_DEPTH levels beneath each writable root, plus the autostart
  * and credential places of a home directory inside one. A point says which
  * names are protected in one directory: the entries of the table (autorun.c)
- * with k components already matched on the way (m[k]), and, when depth >= 0,
+ * with k components already matched on the way (bit i of m[k], a set of table
+ * indexes in WARD_AUTORUN_MASK_WORDS words), and, when depth >= 0,
  * the names protected everywhere (and with depth > 0, in new subdirectories
  * too, one level less).
  */
 #define WARD_AUTORUN_DEPTH 2 /* levels beneath a writable root looked into */
 #define WARD_AUTORUN_MAX_COMPONENTS 3 /* of one table entry (".config/systemd/user") */
+#define WARD_AUTORUN_MASK_WORDS 2 /* 64-bit words of a set of table entries: 128 entries */
 #define WARD_AUTORUN_MAX_DIRS 4096 /* directories the launch scan looks into, per policy */
 #define WARD_AUTORUN_MAX_ENTRIES (1 << 18) /* directory entries it reads, per policy */
 #define WARD_AUTORUN_SCAN_MS 100 /* and its time, per policy */
 #define WARD_AUTORUN_MAX_WATCHES 8192 /* directories one guard watches: launch and new ones */
 
 struct ward__autorun_point {
-	uint64_t m[WARD_AUTORUN_MAX_COMPONENTS];
+	uint64_t m[WARD_AUTORUN_MAX_COMPONENTS][WARD_AUTORUN_MASK_WORDS];
 	int8_t depth;
 	bool paths; /* on the way to a PATH directory that does not exist yet (p->path_missing) */
 };
@@ -302,6 +304,8 @@ WARD_INTERNAL bool ward__autorun_point_empty(const struct ward__autorun_point *a
 struct ward__autorun_sink {
 	int (*found)(void *userdata, const char *path, const char *reason);
 	int (*missing)(void *userdata, const char *dir, const char *name, const char *reason);
+	/* A directory within the depth, not a start, with a .git of its own (may be NULL). */
+	int (*repo)(void *userdata, const char *dir);
 	void *userdata;
 };
 

@@ -46,20 +46,54 @@ static int cmp_protected(const void *a, const void *b)
 /* The reason of a home's missing .git: that of git's configuration, which it would be. */
 static const char home_git_reason[] = "autorun: git config";
 
+/* What the scan's findings go to: the policy, and how many repositories were protected. */
+struct sink_ctx {
+	struct ward_policy *p;
+	unsigned repos;
+};
+
+/*
+ * Repositories of their own beneath a root (not submodules: those the
+ * root's .gitmodules names are protected with it) that the scan meets, at
+ * most this many per policy; the ones past it are said in the notes.
+ */
+#define NESTED_REPOS_MAX 128
+
 /* The scan's findings become protected paths (autorun.c reports, this file protects). */
 static int sink_found(void *userdata, const char *path, const char *reason)
 {
-	return ward__policy_protect(userdata, path, reason);
+	struct sink_ctx *c = userdata;
+
+	return ward__policy_protect(c->p, path, reason);
 }
 
 static int sink_missing(void *userdata, const char *dir, const char *name, const char *reason)
 {
-	struct ward_policy *p = userdata;
+	struct sink_ctx *c = userdata;
 	_cleanup_free_ char *path = ward__path_join(dir, name);
 
 	return path
-		? ward__policy_add_entry(p, path, WARD_PROTECT_MISSING, false, dir, name, reason)
+		? ward__policy_add_entry(c->p, path, WARD_PROTECT_MISSING, false, dir, name, reason)
 		: -ENOMEM;
+}
+
+/*
+ * A repository the person has in the workspace (each of ~/src with the home as
+ * the workspace, a vendored checkout): git runs its hooks and reads its
+ * config the next time the person works there, so it gets the protections
+ * of a root's repository.
+ */
+static int sink_repo(void *userdata, const char *dir)
+{
+	struct sink_ctx *c = userdata;
+
+	if (++c->repos > NESTED_REPOS_MAX)
+		return c->repos == NESTED_REPOS_MAX + 1
+			? ward__policy_note(
+				  c->p, "nested repositories", dir,
+				  ": more than 128 in the workspace; this one and the ones after it have writable hooks and config")
+			: 0;
+	return ward__policy_protect_git(c->p, dir);
 }
 
 /*
@@ -248,6 +282,54 @@ static int protect_home_git(struct ward_policy *p)
 }
 
 /*
+ * A writable root inside the home directory (`ward run -C ~/.config`): the
+ * home's places in it are protected as the scan of the home would have
+ * found them, so its point is the one that scan would reach it with (the
+ * matcher, from the home down to the root). 1 with *ret_reason when the
+ * root is one of the places or lies inside one (`-C ~/.ssh`): a directory
+ * cannot be both a writable root and read-only.
+ */
+static int home_point_at(const struct ward_policy *p, const char *home, const char *root,
+			 struct ward__autorun_point *ret, const char **ret_reason)
+{
+	struct ward__autorun_point at = ward__autorun_home_point(WARD_AUTORUN_DEPTH), child;
+	const char *rest = root + (strcmp(home, "/") == 0 ? 1 : strlen(home) + 1);
+	char dir[PATH_MAX];
+
+	*ret = (struct ward__autorun_point){.depth = -1};
+	if ((size_t)snprintf(dir, sizeof(dir), "%s", home) >= sizeof(dir))
+		return 0;
+	while (*rest) {
+		size_t len = strcspn(rest, "/"), dl = strlen(dir);
+		char name[NAME_MAX + 1];
+		enum ward__autorun_kind k;
+
+		if (len > NAME_MAX || dl + len + 2 > sizeof(dir))
+			return 0;
+		memcpy(name, rest, len);
+		name[len] = '\0';
+		k = ward__autorun_match(p, &at, dir, name, true, &child, ret_reason);
+		if (k == WARD_AUTORUN_PROTECTED)
+			return 1;
+		if (k == WARD_AUTORUN_NONE)
+			return 0;
+		at = child;
+		snprintf(dir + dl, sizeof(dir) - dl, "%s%s", dl == 1 ? "" : "/", name);
+		rest += len + (rest[len] == '/');
+	}
+	*ret = at;
+	return 0;
+}
+
+static void merge_point(struct ward__autorun_point *into, const struct ward__autorun_point *from)
+{
+	for (size_t k = 0; k < WARD_AUTORUN_MAX_COMPONENTS; k++)
+		for (size_t w = 0; w < WARD_AUTORUN_MASK_WORDS; w++)
+			into->m[k][w] |= from->m[k][w];
+	into->depth = MAX(into->depth, from->depth);
+}
+
+/*
  * The starts of the scan: every writable root with every name to
  * WARD_AUTORUN_DEPTH levels, except /tmp and $TMPDIR when the caller did not
  * name them: a world-writable sticky one is shared with every other user (a
@@ -265,7 +347,8 @@ static int protect_roots(struct ward_policy *p, const struct ward__strv *named,
 	_cleanup_free_ struct ward__autorun_point *points = calloc(p->roots.n + 1, sizeof(*points));
 	_cleanup_free_ char **starts = calloc(p->roots.n + 1, sizeof(char *));
 	_cleanup_(ward__strv_release) struct ward__strv path_starts = {0};
-	struct ward__autorun_sink sink = {sink_found, sink_missing, p};
+	struct sink_ctx ctx = {p, 0};
+	struct ward__autorun_sink sink = {sink_found, sink_missing, sink_repo, &ctx};
 	struct ward__autorun_budget budget = {ward__now_ms() + WARD_AUTORUN_SCAN_MS, 0};
 	size_t n = 0, home_at = SIZE_MAX;
 	struct stat st;
@@ -288,6 +371,24 @@ static int protect_roots(struct ward_policy *p, const struct ward__strv *named,
 		points[n++] = ward__autorun_root_point(temp ? 0 : WARD_AUTORUN_DEPTH);
 	}
 	p->home = home_dir();
+	/* Roots inside the home get the home's places that lie in them. */
+	for (size_t i = 0; p->home && i < n; i++) {
+		struct ward__autorun_point hp;
+		const char *reason = NULL;
+
+		if (strcmp(starts[i], p->home) == 0 || !ward__path_under(starts[i], p->home))
+			continue;
+		if (home_point_at(p, p->home, starts[i], &hp, &reason) > 0) {
+			ward__error(
+				err, -EPERM, "policy",
+				"the writable root '%s' is, or is in, a protected place of the home directory (%s): it cannot be writable",
+				starts[i], reason);
+			ward__error_hint(err, "--unprotect '%s' to let the command write it",
+					 starts[i]);
+			return -EPERM;
+		}
+		merge_point(&points[i], &hp);
+	}
 	if (p->home && !ward__policy_in_roots(p, p->home)) {
 		free(p->home);
 		p->home = NULL;
@@ -302,8 +403,7 @@ static int protect_roots(struct ward_policy *p, const struct ward__strv *named,
 			starts[n] = p->home;
 			points[n++] = hp;
 		} else {
-			points[home_at].m[0] |= hp.m[0];
-			points[home_at].depth = MAX(points[home_at].depth, hp.depth);
+			merge_point(&points[home_at], &hp);
 		}
 		/* Its parents (and itself) stay where they are: the scan's findings are in it. */
 		r = ward__policy_pin_ancestors(p, p->home, true);

@@ -50,7 +50,8 @@ struct linux_dirent64 {
 static void merge_point(struct ward__autorun_point *into, const struct ward__autorun_point *from)
 {
 	for (size_t k = 0; k < WARD_AUTORUN_MAX_COMPONENTS; k++)
-		into->m[k] |= from->m[k];
+		for (size_t w = 0; w < WARD_AUTORUN_MASK_WORDS; w++)
+			into->m[k][w] |= from->m[k][w];
 	into->depth = MAX(into->depth, from->depth);
 	into->paths |= from->paths;
 }

@@ -154,6 +154,82 @@ t_a_home_inside_the_workspace() {
 	done
 }
 
+t_more_home_places() {
+	local h=$WS p
+	# Existing (the usual case: the tool is installed and configured): read-only.
+	mkdir -p "$h/.vim/plugin" "$h/.config/tmux" "$h/.local/share/nvim/site" "$h/.ipython/profile_default"
+	printf 'orig\n' >"$h/.gdbinit"
+	printf 'orig\n' >"$h/.config/tmux/tmux.conf"
+	for p in .vim/plugin/x.vim .config/tmux/tmux.conf .gdbinit .local/share/nvim/site/x.lua \
+		.ipython/profile_default/startup.py; do
+		HOME=$h refused "$h/$p" write evil
+	done
+	assert_content "$h/.gdbinit" orig
+	assert_content "$h/.config/tmux/tmux.conf" orig
+	assert_absent "$h/.vim/plugin/x.vim"
+	# Missing: the first of each that appears stops the run and is removed.
+	for p in .bash_aliases .bashrc.d .xsessionrc .yarnrc.yml .oh-my-zsh .config/vim .config/emacs \
+		.config/direnv .config/husky .config/pip .config/starship.toml .config/systemd/user.control \
+		.local/share/systemd .gradle/init.d .config/Code/User; do
+		HOME=$h stopped "$h/$p" sh -c "mkdir -p '$h/$p'; sleep 1"
+	done
+	# Their neighbours are the tools' own.
+	HOME=$h w -- mkdir -p "$h/.gradle/caches" "$h/.config/Code/Cache" "$h/.local/share/other"
+	expect_rc 0
+}
+
+t_hook_runner_configs() {
+	make_repo "$WS"
+	# lefthook's hooks are installed (a stand-in for its script): its files are what they run.
+	printf '#!/bin/sh\nexec lefthook run pre-commit "$@"\n' >"$WS/.git/hooks/pre-commit"
+	chmod +x "$WS/.git/hooks/pre-commit"
+	printf 'pre-commit:\n  commands: {}\n' >"$WS/lefthook.yml"
+	printf 'repos: []\n' >"$WS/.pre-commit-config.yaml"
+	refused "$WS/lefthook.yml" append evil
+	assert_content "$WS/lefthook.yml" "$(printf 'pre-commit:\n  commands: {}')"
+	refused "$WS/.pre-commit-config.yaml" append evil
+	assert_content "$WS/.pre-commit-config.yaml" "repos: []"
+	refused "$WS/lefthook-local.yml" write evil
+	assert_absent "$WS/lefthook-local.yml"
+	# The rest of the work tree is the command's.
+	w -- sh -c 'echo two >file.txt && git commit -q --no-verify -am two'
+	expect_rc 0
+}
+
+t_a_workspace_inside_the_homes_places() {
+	local h=$WS/h
+	mkdir -p "$h/.config/fish" "$h/.ssh"
+	printf 'orig\n' >"$h/.config/fish/config.fish"
+	printf 'key\n' >"$h/.ssh/authorized_keys"
+	# ward run -C ~/.config: the home's places there are protected all the same.
+	HOME=$h w -C "$h/.config" -- sh -c 'echo evil >>fish/config.fish'
+	[ "$WRC" != 0 ] || fail "appending to ~/.config/fish/config.fish succeeded"
+	assert_content "$h/.config/fish/config.fish" orig
+	HOME=$h w -C "$h/.config" -- sh -c 'mkdir -p systemd/user && echo evil >systemd/user/x.service'
+	guard_stopped "$h/.config/systemd/user"
+	assert_absent "$h/.config/systemd/user"
+	HOME=$h w -C "$h/.config" -- mkdir -p other/x
+	expect_rc 0
+	# ward run -C ~/.ssh: the workspace is a place itself; refused, saying why.
+	HOME=$h w -C "$h/.ssh" -- sh -c 'echo evil >>authorized_keys'
+	expect_rc 125
+	grep -q "protected place of the home directory (autorun: ssh)" "$T/.run/stderr" ||
+		fail "stderr does not say why: $(cat "$T/.run/stderr")"
+	assert_content "$h/.ssh/authorized_keys" key
+}
+
+t_nested_repositories() {
+	make_repo "$WS/tools"
+	make_repo "$WS/a/b"
+	refused "$WS/tools/.git/config" append evil
+	refused "$WS/a/b/.git/hooks/post-checkout" write evil
+	assert_absent "$WS/a/b/.git/hooks/post-checkout"
+	! grep -q evil "$WS/tools/.git/config" || fail "tools/.git/config was written"
+	# Work in them goes on.
+	w -- sh -c 'cd tools && echo two >file.txt && git commit -q -am two && git -C ../a/b status --short'
+	expect_rc 0
+}
+
 t_path_directories() {
 	mkdir -p "$WS/bin" "$WS/a/b/bin" "$WS/tools"
 	printf '#!/bin/sh\n' >"$WS/bin/tool"
@@ -460,6 +536,10 @@ tcase "deeper than two levels and package trees are not protected" \
 	t_deeper_and_package_trees_are_not_protected
 tcase "a home in the workspace keeps ssh, services, autostart and credentials" \
 	t_a_home_inside_the_workspace
+tcase "a home's editor, shell, session, service and build tool places" t_more_home_places
+tcase "hook runners' configuration (lefthook, pre-commit) at a repository's top" t_hook_runner_configs
+tcase "a workspace inside the home's places keeps them" t_a_workspace_inside_the_homes_places
+tcase "repositories of their own one and two levels down keep hooks and config" t_nested_repositories
 tcase "directories of PATH inside the workspace, existing and not" t_path_directories
 tcase "sources, builds, git keep working" t_ordinary_work_goes_on
 tcase "npm install of a local tarball and directory" t_npm_install_of_a_local_package

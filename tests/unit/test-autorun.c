@@ -275,6 +275,32 @@ TEST(a_symlinked_name_protects_its_target_and_guards_the_link)
 	ward_policy_free(p);
 }
 
+/* Repositories of their own one and two levels down are protected like the root's. */
+TEST(nested_repositories_within_the_depth_keep_hooks_and_config)
+{
+	char ws[256];
+	struct ward_policy *p;
+
+	test_ws(ws, sizeof(ws));
+	mkdir_p(ws, ".git/hooks");
+	mkdir_p(ws, "tools/.git/hooks");
+	touch(ws, "tools/.git/config");
+	mkdir_p(ws, "a/b/.git/hooks");
+	touch(ws, "a/b/.git/config");
+	mkdir_p(ws, "vendor/lib/dep/.git/hooks");
+	mkdir_p(ws, "node_modules/x/.git/hooks");
+	p = resolved(ws);
+	ASSERT_ENTRY(p, ws, "tools/.git/hooks", WARD_PROTECT_READONLY, "git hooks");
+	ASSERT_ENTRY(p, ws, "tools/.git/config", WARD_PROTECT_READONLY, "git config");
+	ASSERT_TRUE(pinned(p, ws, "tools/.git"));
+	ASSERT_ENTRY(p, ws, "a/b/.git/hooks", WARD_PROTECT_READONLY, "git hooks");
+	ASSERT_ENTRY(p, ws, "a/b/.git/config", WARD_PROTECT_READONLY, "git config");
+	/* Deeper than the scan, and in package trees: not (docs/policy.md). */
+	ASSERT_NO_ENTRY(p, ws, "vendor/lib/dep/.git/hooks");
+	ASSERT_NO_ENTRY(p, ws, "node_modules/x/.git/hooks");
+	ward_policy_free(p);
+}
+
 /* ------------------------------------------------------------------ the home directory */
 
 TEST(a_home_inside_a_root_protects_its_places)
@@ -352,6 +378,109 @@ TEST(a_home_deep_in_a_root_and_a_root_that_is_the_home)
 	ASSERT_ENTRY(p, ws, ".xinitrc", WARD_PROTECT_MISSING, "autorun: session start");
 	ASSERT_ENTRY(p, ws, ".bashrc", WARD_PROTECT_MISSING, "autorun: shell startup");
 	ASSERT_ENTRY(p, ws, ".git", WARD_PROTECT_MISSING, "autorun: git config");
+	ward_policy_free(p);
+}
+
+/*
+ * More of a home's places (the review's finding 9): each was left writable
+ * and each runs code when its tool starts. Existing ones are read-only,
+ * missing ones guarded, and the ways to them looked into.
+ */
+TEST(a_home_protects_the_startup_places_of_its_tools)
+{
+	static const struct {
+		const char *rel, *reason;
+		bool file;
+	} existing[] = {
+		{".bash_aliases", "autorun: shell startup", true},
+		{".bashrc.d", "autorun: shell startup"},
+		{".oh-my-zsh", "autorun: shell startup"},
+		{".config/starship.toml", "autorun: shell startup", true},
+		{".config/direnv", "autorun: shell startup"},
+		{".vim", "autorun: program startup"},
+		{".config/vim", "autorun: program startup"},
+		{".config/tmux", "autorun: program startup"},
+		{".gdbinit", "autorun: program startup", true},
+		{".config/emacs", "autorun: program startup"},
+		{".local/share/nvim", "autorun: program startup"},
+		{".ipython", "autorun: program startup"},
+		{".local/share/systemd", "autorun: user services"},
+		{".config/systemd/user.control", "autorun: user services"},
+		{".xsessionrc", "autorun: session start", true},
+		{".config/Code/User", "autorun: editor tasks"},
+		{".gradle/init.d", "autorun: build tool config"},
+		{".yarnrc.yml", "autorun: build tool config", true},
+		{".config/pip", "autorun: build tool config"},
+		{".config/husky", "autorun: hook runner config"},
+	};
+	char ws[256];
+	struct ward_policy *p;
+
+	test_ws(ws, sizeof(ws));
+	mkdir_p(ws, ".config");
+	for (size_t i = 0; i < sizeof(existing) / sizeof(existing[0]); i++) {
+		if (existing[i].file)
+			touch(ws, existing[i].rel);
+		else
+			mkdir_p(ws, existing[i].rel);
+	}
+	mkdir_p(ws, ".gradle/caches");
+	mkdir_p(ws, ".config/Code/CachedData");
+	setenv("HOME", ws, 1);
+	p = resolved(ws);
+	for (size_t i = 0; i < sizeof(existing) / sizeof(existing[0]); i++)
+		ASSERT_ENTRY(p, ws, existing[i].rel, WARD_PROTECT_READONLY, existing[i].reason);
+	/* Their neighbours are the tools' own to write. */
+	ASSERT_NO_ENTRY(p, ws, ".gradle/caches");
+	ASSERT_NO_ENTRY(p, ws, ".config/Code/CachedData");
+	/* Missing: guarded (the single names), looked for (the deeper ones, see the matcher). */
+	ASSERT_ENTRY(p, ws, ".xsession", WARD_PROTECT_MISSING, "autorun: session start");
+	ASSERT_ENTRY(p, ws, ".pip", WARD_PROTECT_MISSING, "autorun: build tool config");
+	ward_policy_free(p);
+}
+
+/* A workspace inside the home's places (ward run -C ~/.config): those in it are the home's. */
+TEST(a_root_inside_the_home_keeps_the_homes_places)
+{
+	char ws[256], home[300], root[400];
+	struct ward_error err = {0};
+	struct ward_policy *p;
+
+	test_ws(ws, sizeof(ws));
+	snprintf(home, sizeof(home), "%s/h", ws);
+	mkdir_p(ws, "h/.config/systemd/user");
+	mkdir_p(ws, "h/.config/fish");
+	mkdir_p(ws, "h/.config/other");
+	mkdir_p(ws, "h/.ssh");
+	mkdir_p(ws, "h/.local/share/applications");
+	setenv("HOME", home, 1);
+	snprintf(root, sizeof(root), "%s/.config", home);
+	p = resolved(root);
+	ASSERT_ENTRY(p, root, "systemd/user", WARD_PROTECT_READONLY, "autorun: user services");
+	ASSERT_ENTRY(p, root, "fish", WARD_PROTECT_READONLY, "autorun: shell startup");
+	ASSERT_NO_ENTRY(p, root, "other");
+	/* Missing ones: looked for by the guard where they would appear (the root is watched). */
+	ASSERT_TRUE(ward__autorun_watched(p, root));
+	ASSERT_NO_ENTRY(p, root, "autostart");
+	ward_policy_free(p);
+
+	/* Two levels in: the way to .local/share/applications. */
+	snprintf(root, sizeof(root), "%s/.local", home);
+	p = resolved(root);
+	ASSERT_ENTRY(p, root, "share/applications", WARD_PROTECT_READONLY,
+		     "autorun: session start");
+	ward_policy_free(p);
+
+	/* A root that is a place itself cannot be writable: refused, unless lifted. */
+	snprintf(root, sizeof(root), "%s/.ssh", home);
+	p = unresolved(root);
+	ASSERT_TRUE(ward_policy_resolve(p, &err) < 0);
+	ASSERT_TRUE(strstr(err.message, "protected place of the home") != NULL);
+	ASSERT_TRUE(strstr(err.message, "autorun: ssh") != NULL);
+	ward_policy_free(p);
+	p = unresolved(root);
+	ASSERT_OK(ward_policy_add_unprotect(p, root));
+	resolve_or_fail(p);
 	ward_policy_free(p);
 }
 
