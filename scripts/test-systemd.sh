@@ -95,6 +95,8 @@ grep -q "listening on unix:$rt/ward/serve.sock" <<<"$log" && ok "it serves the s
 	not_ok "the passed socket" "$log"
 grep -q "sandboxes here: full isolation" <<<"$log" && ok "its sandboxes have full isolation under the user unit" ||
 	not_ok "isolation under the user unit" "$log"
+! grep -q "not enforced on this host" <<<"$log" && ok "every resource limit is enforced under the user unit (its delegated cgroup)" ||
+	not_ok "limits under the user unit" "$log"
 U systemctl --user stop ward-serve.socket ward-serve.service
 [ ! -e "$rt/ward/serve.sock" ] && ok "stopping the socket removes it" || not_ok "the socket is left after stop"
 
@@ -126,6 +128,8 @@ pid=$(systemctl show -p MainPID --value "ward-serve@$acct.service")
 log=$(journalctl -u "ward-serve@$acct.service" --no-pager -o cat)
 grep -q "sandboxes here: full isolation" <<<"$log" && ok "its sandboxes have full isolation under the unit's hardening" ||
 	not_ok "isolation under the hardened template" "$log"
+! grep -q "not enforced on this host" <<<"$log" && ok "every resource limit is enforced under the template (its delegated cgroup)" ||
+	not_ok "limits under the hardened template" "$log"
 systemctl stop "ward-serve@$acct.socket" "ward-serve@$acct.service"
 
 # ------------------------------------------------------------------ what the left-out directives do
