@@ -20,6 +20,7 @@
  */
 #include <dirent.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,6 +31,7 @@
 #include "basic/cleanup.h"
 #include "basic/util.h"
 #include "policy/policy.h"
+#include "policy/protect.h"
 #include "policy/scan-cache.h"
 
 enum autorun_class {
@@ -449,6 +451,73 @@ enum ward__autorun_kind ward__autorun_match(const struct ward_policy *p,
 	return WARD_AUTORUN_DESCEND;
 }
 
+/*
+ * The reason of the first entry whose later components a point holds (what
+ * a name leads to), or that of PATH on the way to a missing PATH directory;
+ * NULL when only the depth goes on.
+ */
+static const char *continued_reason(const struct ward__autorun_point *child)
+{
+	for (size_t k = 1; k < WARD_AUTORUN_MAX_COMPONENTS; k++)
+		for (size_t w = 0; w < WARD_AUTORUN_MASK_WORDS; w++)
+			if (child->m[k][w])
+				return classes[table[w * 64 +
+						     (size_t)__builtin_ctzll(child->m[k][w])]
+						       .cls]
+					.reason;
+	return child->paths ? classes[C_PATH].reason : NULL;
+}
+
+/* Where the symlink at path leads: a directory (canon filled), or not. */
+static bool link_leads(const char *path, char canon[PATH_MAX])
+{
+	struct stat st;
+
+	return realpath(path, canon) && stat(canon, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+enum ward__autorun_kind ward__autorun_match_link(const struct ward_policy *p,
+						 const struct ward__autorun_point *at,
+						 const char *dir, const char *name,
+						 struct ward__autorun_point *ret_child,
+						 char *ret_target, const char **ret_reason)
+{
+	struct ward__autorun_point child;
+	const char *reason = NULL;
+	_cleanup_free_ char *path = NULL;
+	char canon[PATH_MAX];
+	struct stat st;
+	bool leads;
+
+	if (ward__autorun_match(p, at, dir, name, true, &child, &reason) != WARD_AUTORUN_DESCEND)
+		return WARD_AUTORUN_NONE;
+	path = ward__path_join(dir, name);
+	/* Without memory, as a link that leads elsewhere: refused where names go on. */
+	if (path && (lstat(path, &st) < 0 || !S_ISLNK(st.st_mode)))
+		return WARD_AUTORUN_NONE;
+	leads = path && link_leads(path, canon);
+	for (size_t i = 0; path && i < p->n_watches; i++) {
+		const struct ward__autorun_watch *w = &p->watches[i];
+
+		if (!w->link || strcmp(w->path, path) != 0)
+			continue;
+		if (leads ? w->target && strcmp(w->target, canon) == 0 : !w->target)
+			return WARD_AUTORUN_NONE;
+		break;
+	}
+	reason = continued_reason(&child);
+	if (reason) {
+		*ret_reason = reason;
+		return WARD_AUTORUN_PROTECTED;
+	}
+	/* Outside the writable roots the command cannot put anything beneath it. */
+	if (!leads || !ward__policy_in_roots(p, canon))
+		return WARD_AUTORUN_NONE;
+	memcpy(ret_target, canon, strlen(canon) + 1);
+	*ret_child = child;
+	return WARD_AUTORUN_DESCEND;
+}
+
 const char *ward__policy_reason_runner(const char *reason)
 {
 	static const struct {
@@ -487,6 +556,7 @@ struct item {
 	struct ward__autorun_point at;
 	unsigned level;
 	bool start;
+	bool abs; /* a symlink's target or beneath one: opened by its path, never cached */
 	size_t from; /* the start it was reached from (its directory is opened relative to it) */
 };
 
@@ -504,7 +574,7 @@ struct scan {
 };
 
 static int push(struct scan *s, char *path, const struct ward__autorun_point *at, unsigned level,
-		bool start, size_t from)
+		bool start, bool abs, size_t from)
 {
 	if (s->n == s->cap) {
 		size_t cap = s->cap ? s->cap * 2 : 64;
@@ -518,7 +588,7 @@ static int push(struct scan *s, char *path, const struct ward__autorun_point *at
 		s->cap = cap;
 	}
 	s->q[s->n++] = (struct item){
-		.path = path, .at = *at, .level = level, .start = start, .from = from};
+		.path = path, .at = *at, .level = level, .start = start, .abs = abs, .from = from};
 	return 0;
 }
 
@@ -530,7 +600,8 @@ static bool is_start(const struct scan *s, const char *path)
 	return false;
 }
 
-static int record_watch(struct ward_policy *p, const struct item *it)
+static int record_watch(struct ward_policy *p, const char *path, const char *target, bool link,
+			const struct ward__autorun_point *at)
 {
 	struct ward__autorun_watch *w;
 
@@ -541,10 +612,15 @@ static int record_watch(struct ward_policy *p, const struct item *it)
 		p->watches = w;
 	}
 	w = &p->watches[p->n_watches];
-	w->path = strdup(it->path);
-	if (!w->path)
+	*w = (struct ward__autorun_watch){.path = strdup(path),
+					  .target = target ? strdup(target) : NULL,
+					  .link = link,
+					  .at = *at};
+	if (!w->path || (target && !w->target)) {
+		free(w->path);
+		free(w->target);
 		return -ENOMEM;
-	w->at = it->at;
+	}
 	p->n_watches++;
 	return 0;
 }
@@ -563,6 +639,7 @@ struct hit {
 	enum ward__autorun_kind kind; /* NONE: a .git (repo) */
 	const char *reason;
 	struct ward__autorun_point child;
+	bool link; /* a symlink where names go on beneath: followed */
 };
 
 /* What reading one directory found (read_dir), applied afterwards in order (apply_dir). */
@@ -616,7 +693,7 @@ static bool only_first_components(const struct ward__autorun_point *at)
 
 /* One entry of a directory: kept in res when it matters at it. */
 static int consider(const struct scan *s, const struct item *it, struct result *res,
-		    const char *name, bool is_dir)
+		    const char *name, bool is_dir, bool is_link)
 {
 	struct ward__autorun_point child;
 	const char *reason = NULL;
@@ -633,6 +710,16 @@ static int consider(const struct scan *s, const struct item *it, struct result *
 	if (s->sink->repo && !it->start && it->at.depth >= 0 && strcmp(name, ".git") == 0)
 		return add_hit(res, name, WARD_AUTORUN_NONE, NULL, NULL);
 	k = ward__autorun_match(s->p, &it->at, it->path, name, is_dir, &child, &reason);
+	/* A symlink where a directory's names would matter: where it leads is looked into. */
+	if (k == WARD_AUTORUN_NONE && is_link &&
+	    ward__autorun_match(s->p, &it->at, it->path, name, true, &child, &reason) ==
+		    WARD_AUTORUN_DESCEND) {
+		int r = add_hit(res, name, WARD_AUTORUN_DESCEND, NULL, &child);
+
+		if (r >= 0)
+			res->hits[res->n_hits - 1].link = true;
+		return r;
+	}
 	if (k == WARD_AUTORUN_NONE)
 		return 0;
 	if (k == WARD_AUTORUN_PROTECTED && it->start)
@@ -651,10 +738,10 @@ static int consider_listing(const struct scan *s, const struct item *it, struct 
 
 	res->entries += l->entries;
 	for (uint32_t i = 0; r >= 0 && i < l->n; i++) {
-		bool is_dir = p[0] == 1;
+		bool is_dir = p[0] == 1, is_link = p[0] == 2;
 		size_t len = strlen(p + 1);
 
-		r = consider(s, it, res, p + 1, is_dir);
+		r = consider(s, it, res, p + 1, is_dir, is_link);
 		p += len + 2;
 	}
 	return r;
@@ -662,7 +749,7 @@ static int consider_listing(const struct scan *s, const struct item *it, struct 
 
 /* Appends an entry to a listing being made; past the cache's bounds the listing is not kept. */
 static void listing_add(struct ward__scan_listing *l, char *buf, bool *full, const char *name,
-			bool is_dir)
+			char flag)
 {
 	size_t len = strlen(name);
 
@@ -671,7 +758,7 @@ static void listing_add(struct ward__scan_listing *l, char *buf, bool *full, con
 		*full = true;
 		return;
 	}
-	buf[l->len] = is_dir ? 1 : 0;
+	buf[l->len] = flag;
 	memcpy(buf + l->len + 1, name, len + 1);
 	l->len += (uint32_t)len + 2;
 	l->n++;
@@ -702,14 +789,14 @@ static int read_dir(const struct scan *s, const struct item *it, char *buf, size
 	 * per directory). Every component was a directory, not a link, when
 	 * its parent was read. A start is read through that descriptor itself.
 	 */
-	if (sfd >= 0) {
+	if (sfd >= 0 && !it->abs) {
 		dfd = sfd;
 		where = it->start ? "."
 				  : it->path + (strcmp(start, "/") == 0 ? 1 : strlen(start) + 1);
 	}
 	if (it->start) {
 		st = ward__scan_cache_start_stat(s->cache, it->from);
-	} else if (ward__scan_cache_worth(s->cache, it->from)) {
+	} else if (!it->abs && ward__scan_cache_worth(s->cache, it->from)) {
 		if (statx(dfd, where, AT_SYMLINK_NOFOLLOW | AT_NO_AUTOMOUNT,
 			  STATX_TYPE | STATX_INO | STATX_CTIME, &stx) < 0 ||
 		    !S_ISDIR(stx.stx_mode))
@@ -729,7 +816,7 @@ static int read_dir(const struct scan *s, const struct item *it, char *buf, size
 			return 0;
 		rfd = fd;
 		/* A record is of the directory opened, with its ctime before the reading. */
-		st = s->cache &&
+		st = s->cache && !it->abs &&
 				statx(fd, "", AT_EMPTY_PATH, STATX_TYPE | STATX_INO | STATX_CTIME,
 				      &stx) == 0
 			? &stx
@@ -749,7 +836,8 @@ static int read_dir(const struct scan *s, const struct item *it, char *buf, size
 		for (long off = 0; off < n;) {
 			struct linux_dirent64 *d = (struct linux_dirent64 *)(buf + off);
 			const char *name = d->d_name;
-			bool is_dir = d->d_type == DT_DIR, is_reg = d->d_type == DT_REG;
+			bool is_dir = d->d_type == DT_DIR, is_reg = d->d_type == DT_REG,
+			     is_link = d->d_type == DT_LNK;
 			int r;
 
 			off += d->d_reclen;
@@ -764,10 +852,11 @@ static int read_dir(const struct scan *s, const struct item *it, char *buf, size
 
 				is_dir = ok && S_ISDIR(sst.st_mode);
 				is_reg = ok && S_ISREG(sst.st_mode);
+				is_link = ok && S_ISLNK(sst.st_mode);
 			}
 			if (may_matter(name, is_reg))
-				listing_add(&l, lbuf, &full, name, is_dir);
-			r = consider(s, it, res, name, is_dir);
+				listing_add(&l, lbuf, &full, name, is_dir ? 1 : is_link ? 2 : 0);
+			r = consider(s, it, res, name, is_dir, is_link);
 			if (r < 0)
 				return r;
 		}
@@ -785,6 +874,36 @@ static int read_dir(const struct scan *s, const struct item *it, char *buf, size
 	return 0;
 }
 
+/*
+ * A symlink where names go on beneath it (~/.config -> dotfiles/config, a
+ * stow-style home; W/proj -> d/d/d/p): the directory it leads to is looked
+ * into with the point of the link's name, as if it stood there, and kept in
+ * place (sink->followed), when it lies in the writable roots (elsewhere the
+ * command cannot write). One leading nowhere where a name of the table goes
+ * on is protected as that name: what it names cannot be made. Recorded
+ * either way, for the guard to tell the person's links from the command's.
+ */
+static int follow(struct scan *s, const struct item *it, const struct hit *h, char *path)
+{
+	const char *reason = continued_reason(&h->child);
+	char canon[PATH_MAX];
+	bool leads = link_leads(path, canon);
+	int r;
+
+	r = record_watch(s->p, path, leads ? canon : NULL, true, &h->child);
+	if (r >= 0 && !leads && reason)
+		r = s->sink->found(s->sink->userdata, path, reason);
+	free(path);
+	if (r < 0 || !leads || !ward__policy_in_roots(s->p, canon))
+		return r;
+	if (s->sink->followed)
+		r = s->sink->followed(s->sink->userdata, canon);
+	path = r >= 0 ? strdup(canon) : NULL;
+	if (r >= 0 && !path)
+		r = -ENOMEM;
+	return r < 0 ? r : push(s, path, &h->child, it->level + 1, false, true, it->from);
+}
+
 /* What one directory's reading found, in the order of the queue: watched, reported, queued. */
 static int apply_dir(struct scan *s, const struct item *it, const struct result *res)
 {
@@ -792,7 +911,7 @@ static int apply_dir(struct scan *s, const struct item *it, const struct result 
 
 	if (!res->opened)
 		return 0;
-	r = record_watch(s->p, it);
+	r = record_watch(s->p, it->path, NULL, false, &it->at);
 	for (size_t i = 0; r >= 0 && i < res->n_hits; i++) {
 		const struct hit *h = &res->hits[i];
 		char *path = ward__path_join(it->path, h->name);
@@ -805,11 +924,13 @@ static int apply_dir(struct scan *s, const struct item *it, const struct result 
 		} else if (h->kind == WARD_AUTORUN_NONE) {
 			r = s->sink->repo(s->sink->userdata, it->path);
 			free(path);
+		} else if (h->link) {
+			r = follow(s, it, h, path);
 		} else if (is_start(s, path)) {
 			/* A nested root or the home directory is looked into as a start of its own. */
 			free(path);
 		} else {
-			r = push(s, path, &h->child, it->level + 1, false, it->from);
+			r = push(s, path, &h->child, it->level + 1, false, it->abs, it->from);
 		}
 	}
 	if (r < 0 || !it->start || !s->sink->missing)
@@ -849,7 +970,7 @@ static int read_level(const struct scan *s, const struct item *items, size_t n, 
 bool ward__autorun_watched(const struct ward_policy *p, const char *path)
 {
 	for (size_t i = 0; i < p->n_watches; i++)
-		if (strcmp(p->watches[i].path, path) == 0)
+		if (!p->watches[i].link && strcmp(p->watches[i].path, path) == 0)
 			return true;
 	return false;
 }
@@ -886,7 +1007,7 @@ int ward__autorun_scan(struct ward_policy *p, char *const *starts,
 	for (size_t i = 0; r >= 0 && i < n; i++) {
 		char *path = strdup(starts[i]);
 
-		r = path ? push(&s, path, &points[i], 0, true, i) : -ENOMEM;
+		r = path ? push(&s, path, &points[i], 0, true, false, i) : -ENOMEM;
 	}
 	/*
 	 * Breadth first, a level at a time: when a bound stops the scan, every

@@ -124,6 +124,8 @@ int ward__policy_dup_resolved(const struct ward_policy *src, struct ward_policy 
 	for (size_t i = 0; i < src->n_watches; i++) {
 		p->watches[i] = (struct ward__autorun_watch){
 			.path = dup_or_null(src->watches[i].path, &failed),
+			.target = dup_or_null(src->watches[i].target, &failed),
+			.link = src->watches[i].link,
 			.at = src->watches[i].at};
 		p->n_watches++;
 	}

@@ -140,8 +140,10 @@ void ward__policy_clear_resolved(struct ward_policy *p)
 	ward__strv_release(&p->path_missing);
 	free(p->home);
 	p->home = NULL;
-	for (size_t i = 0; i < p->n_watches; i++)
+	for (size_t i = 0; i < p->n_watches; i++) {
 		free(p->watches[i].path);
+		free(p->watches[i].target);
+	}
 	free(p->watches);
 	p->watches = NULL;
 	p->n_watches = 0;

@@ -87,9 +87,18 @@ struct ward__autorun_point {
 	bool paths; /* on the way to a PATH directory that does not exist yet (p->path_missing) */
 };
 
-/* A directory the guard watches for autorun names appearing in it. */
+/*
+ * A directory the guard watches for autorun names appearing in it; or, with
+ * link set, a symlink the scan met where names continue beneath it
+ * (~/.config -> dotfiles/config): path is the link (not canonical), target
+ * the canonical directory it led to (watched as an entry of its own when it
+ * lies in the writable roots), NULL when it led nowhere. The guard leaves
+ * such a link alone while it still leads there.
+ */
 struct ward__autorun_watch {
-	char *path; /* canonical */
+	char *path; /* canonical, but for a link */
+	char *target;
+	bool link;
 	struct ward__autorun_point at;
 };
 
@@ -294,6 +303,22 @@ WARD_INTERNAL enum ward__autorun_kind ward__autorun_match(const struct ward_poli
 							  bool is_dir,
 							  struct ward__autorun_point *ret_child,
 							  const char **ret_reason);
+/*
+ * What a symlink at dir/name is to the guard (the command made it, or
+ * changed where it leads), where the names of at are protected: where names
+ * of the table continue beneath it (~/.config, ~/.config/systemd, ~/.cargo)
+ * or on the way to a missing PATH directory, PROTECTED with the reason of
+ * the name it leads to (the link would carry them past the watches); where
+ * only the depth continues (W/proj -> d/d/d/p), DESCEND with ret_target
+ * (PATH_MAX bytes) the canonical directory to look into with *ret_child's
+ * names, when it lies in the writable roots. NONE otherwise, and for a link the
+ * scan met at the start that still leads where it led. A name protected in
+ * itself is the matcher's (is_dir false).
+ */
+WARD_INTERNAL enum ward__autorun_kind
+ward__autorun_match_link(const struct ward_policy *p, const struct ward__autorun_point *at,
+			 const char *dir, const char *name, struct ward__autorun_point *ret_child,
+			 char *ret_target, const char **ret_reason);
 /* The point of a writable root (every name, depth levels beneath) and of a home directory. */
 WARD_INTERNAL struct ward__autorun_point ward__autorun_root_point(unsigned depth);
 WARD_INTERNAL struct ward__autorun_point ward__autorun_home_point(unsigned depth);
@@ -306,6 +331,8 @@ struct ward__autorun_sink {
 	int (*missing)(void *userdata, const char *dir, const char *name, const char *reason);
 	/* A directory within the depth, not a start, with a .git of its own (may be NULL). */
 	int (*repo)(void *userdata, const char *dir);
+	/* The directory a symlink where names continue leads to, looked into with its point (may be NULL). */
+	int (*followed)(void *userdata, const char *target);
 	void *userdata;
 };
 

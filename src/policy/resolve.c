@@ -97,6 +97,18 @@ static int sink_repo(void *userdata, const char *dir)
 }
 
 /*
+ * The directory a symlink where names go on leads to (~/.config ->
+ * dotfiles/config): the guard watches it, not the link's path, so it stays
+ * where the link leads while the command runs.
+ */
+static int sink_followed(void *userdata, const char *target)
+{
+	struct sink_ctx *c = userdata;
+
+	return ward__policy_pin_ancestors(c->p, target, true);
+}
+
+/*
  * The home directory, canonical: $HOME (what shells and most tools go by),
  * or the password file's entry when $HOME is unset. NULL when neither names
  * an existing directory.
@@ -348,7 +360,11 @@ static int protect_roots(struct ward_policy *p, const struct ward__strv *named,
 	_cleanup_free_ char **starts = calloc(p->roots.n + 1, sizeof(char *));
 	_cleanup_(ward__strv_release) struct ward__strv path_starts = {0};
 	struct sink_ctx ctx = {p, 0};
-	struct ward__autorun_sink sink = {sink_found, sink_missing, sink_repo, &ctx};
+	struct ward__autorun_sink sink = {.found = sink_found,
+					  .missing = sink_missing,
+					  .repo = sink_repo,
+					  .followed = sink_followed,
+					  .userdata = &ctx};
 	struct ward__autorun_budget budget = {ward__now_ms() + WARD_AUTORUN_SCAN_MS, 0};
 	size_t n = 0, home_at = SIZE_MAX;
 	struct stat st;

@@ -107,9 +107,10 @@ static const char magic[8] = {'W', 'A', 'R', 'D', 'S', 'C', 'A', 'N'};
  * What a listing keeps depends on autorun.c's table (may_matter(): the later
  * components of its entries): a file made under another table could lack a
  * name that matters now, so every change of the table's later components
- * takes a new version (2: more of the home's places).
+ * takes a new version (2: more of the home's places; 3: a symlink's flag is
+ * 2, where it was 0 like a file's: the scan follows links where names go on).
  */
-#define VERSION 2
+#define VERSION 3
 
 struct rec {
 	uint64_t dev, ino;
@@ -386,7 +387,7 @@ static bool names_valid(const char *p, uint32_t n, uint32_t len)
 		const char *nul;
 		size_t l;
 
-		if (end - p < 3 || (unsigned char)p[0] > 1)
+		if (end - p < 3 || (unsigned char)p[0] > 2)
 			return false;
 		p++;
 		nul = memchr(p, '\0', (size_t)(end - p));

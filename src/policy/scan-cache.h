@@ -17,7 +17,8 @@
  * whose name starts with a dot, every directory, and every name a later
  * component of an autorun entry could match (autorun.c decides which), with
  * the count of all its entries. names holds n of them, each a flag byte (1:
- * a directory) then the name and its NUL; len bytes in all.
+ * a directory, 2: a symlink, 0: anything else) then the name and its NUL;
+ * len bytes in all.
  */
 struct ward__scan_listing {
 	uint32_t entries;

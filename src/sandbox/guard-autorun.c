@@ -137,7 +137,12 @@ int ward__guard_autorun_init(struct ward__guard *g, struct ward_error *err)
 	}
 	/* Before the command exists: the paths are the directories the scan read. */
 	for (size_t i = 0; i < p->n_watches; i++) {
-		int r = watch_dir(g, -1, p->watches[i].path, &p->watches[i].at, false);
+		int r;
+
+		/* A symlink the scan followed: where it leads has a watch of its own. */
+		if (p->watches[i].link)
+			continue;
+		r = watch_dir(g, -1, p->watches[i].path, &p->watches[i].at, false);
 
 		if (r == -ENOENT || r == -ENOTDIR)
 			continue;
@@ -227,7 +232,7 @@ static int look_into(struct ward__guard *g, const struct autorun_pending *it, ch
 			struct linux_dirent64 *d = (struct linux_dirent64 *)(buf + off);
 			struct ward__autorun_point child;
 			const char *reason = NULL, *name = d->d_name;
-			bool is_dir = d->d_type == DT_DIR;
+			bool is_dir = d->d_type == DT_DIR, is_link = d->d_type == DT_LNK;
 
 			off += d->d_reclen;
 			if (name[0] == '.' && (!name[1] || (name[1] == '.' && !name[2])))
@@ -236,13 +241,18 @@ static int look_into(struct ward__guard *g, const struct autorun_pending *it, ch
 				return -E2BIG;
 			if (d->d_type == DT_UNKNOWN) {
 				struct stat st;
+				bool ok = fstatat(fd, name, &st, AT_SYMLINK_NOFOLLOW) == 0;
 
-				is_dir = fstatat(fd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
-					S_ISDIR(st.st_mode);
+				is_dir = ok && S_ISDIR(st.st_mode);
+				is_link = ok && S_ISLNK(st.st_mode);
 			}
 			switch (ward__autorun_match(g->policy, &it->at, it->path, name, is_dir,
 						    &child, &reason)) {
 			case WARD_AUTORUN_NONE:
+				if (is_link &&
+				    ward__guard_autorun_link(g, it->path, name, &it->at, found,
+							     fsize, ret_reason) == 1)
+					return 0;
 				break;
 			case WARD_AUTORUN_PROTECTED:
 				snprintf(found, fsize, "%s/%s",
@@ -376,7 +386,8 @@ static void sweep_dir(struct sweep *s, const char *path, const struct ward__auto
 			struct ward__autorun_point child;
 			const char *reason = NULL, *name = d->d_name;
 			_cleanup_free_ char *sub = NULL;
-			bool is_dir = d->d_type == DT_DIR;
+			bool is_dir = d->d_type == DT_DIR, is_link = d->d_type == DT_LNK;
+			char target[PATH_MAX];
 
 			off += d->d_reclen;
 			if (name[0] == '.' && (!name[1] || (name[1] == '.' && !name[2])))
@@ -386,13 +397,30 @@ static void sweep_dir(struct sweep *s, const char *path, const struct ward__auto
 			(*budget)--;
 			if (d->d_type == DT_UNKNOWN) {
 				struct stat cst;
+				bool ok = fstatat(fd, name, &cst, AT_SYMLINK_NOFOLLOW) == 0;
 
-				is_dir = fstatat(fd, name, &cst, AT_SYMLINK_NOFOLLOW) == 0 &&
-					S_ISDIR(cst.st_mode);
+				is_dir = ok && S_ISDIR(cst.st_mode);
+				is_link = ok && S_ISLNK(cst.st_mode);
 			}
 			switch (ward__autorun_match(s->g->policy, at, path, name, is_dir, &child,
 						    &reason)) {
 			case WARD_AUTORUN_NONE:
+				/* A symlink the command made where names go on goes; where it leads is looked into. */
+				if (!is_link)
+					break;
+				switch (ward__autorun_match_link(s->g->policy, at, path, name,
+								 &child, target, &reason)) {
+				case WARD_AUTORUN_PROTECTED:
+					sub = ward__path_join(path, name);
+					if (sub)
+						remove_path(s, sub);
+					break;
+				case WARD_AUTORUN_DESCEND:
+					sweep_dir(s, target, &child, depth + 1, budget);
+					break;
+				case WARD_AUTORUN_NONE:
+					break;
+				}
 				break;
 			case WARD_AUTORUN_PROTECTED:
 				sub = ward__path_join(path, name);

@@ -130,6 +130,14 @@ WARD_INTERNAL struct autorun_watch *ward__guard_autorun_find(struct ward__guard 
 WARD_INTERNAL bool ward__guard_autorun_queue(struct ward__guard *g, const char *dir,
 					     const char *name,
 					     const struct ward__autorun_point *at);
+/*
+ * A symlink at dir/name where names matter (ward__autorun_match_link): 1 when
+ * it is a change (path and *ret_reason set, recorded as created), 2 when
+ * where it leads was queued, 0 otherwise.
+ */
+WARD_INTERNAL int ward__guard_autorun_link(struct ward__guard *g, const char *dir, const char *name,
+					   const struct ward__autorun_point *at, char *path,
+					   size_t size, const char **ret_reason);
 /* Records a created protected path, to be removed once the sandbox is dead. */
 WARD_INTERNAL void ward__guard_autorun_created(struct ward__guard *g, const char *path);
 

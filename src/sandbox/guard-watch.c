@@ -102,6 +102,34 @@ void ward__guard_autorun_created(struct ward__guard *g, const char *path)
 	}
 }
 
+int ward__guard_autorun_link(struct ward__guard *g, const char *dir, const char *name,
+			     const struct ward__autorun_point *at, char *path, size_t size,
+			     const char **ret_reason)
+{
+	struct ward__autorun_point child;
+	const char *reason = NULL;
+	char target[PATH_MAX], *slash;
+
+	switch (ward__autorun_match_link(g->policy, at, dir, name, &child, target, &reason)) {
+	case WARD_AUTORUN_NONE:
+		return 0;
+	case WARD_AUTORUN_PROTECTED:
+		snprintf(path, size, "%s/%s", strcmp(dir, "/") == 0 ? "" : dir, name);
+		ward__guard_autorun_created(g, path);
+		*ret_reason = reason;
+		return 1;
+	case WARD_AUTORUN_DESCEND:
+		/* Watched and looked into as a new directory: by its parent and name. */
+		slash = strrchr(target, '/');
+		if (!slash || !slash[1])
+			return 0;
+		*slash = '\0';
+		ward__guard_autorun_queue(g, target[0] ? target : "/", slash + 1, &child);
+		return 2;
+	}
+	return 0;
+}
+
 /*
  * An entry appeared in a directory watched for autorun names: an autorun
  * name is a change (the command planted it); a directory where names
@@ -123,6 +151,10 @@ static int autorun_event(struct ward__guard *g, const struct inotify_event *ev, 
 	switch (ward__autorun_match(g->policy, &w->at, w->path, ev->name,
 				    (ev->mask & IN_ISDIR) != 0, &child, &reason)) {
 	case WARD_AUTORUN_NONE:
+		/* Not a directory: a symlink leading where names would matter? */
+		if (!(ev->mask & IN_ISDIR))
+			return ward__guard_autorun_link(g, w->path, ev->name, &w->at, path, size,
+							ret_reason);
 		return 0;
 	case WARD_AUTORUN_PROTECTED:
 		snprintf(path, size, "%s/%s", strcmp(w->path, "/") == 0 ? "" : w->path, ev->name);

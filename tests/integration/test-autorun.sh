@@ -399,7 +399,11 @@ EOS
 		>"$T/.run/stdout" 2>"$T/.run/stderr"
 	WRC=$?
 	! grep -q "writable   $WS/a/b/.vscode" "$T/.run/stdout" || fail "a path through a link was offered"
-	assert_stdout_has "writable   $WS/c/.vscode"
+	# The link a/b is followed (where it leads is looked into as a/b): the
+	# .vscode there may stop the run first, never offered (it names W).
+	grep -q -F "writable   $WS/c/.vscode" "$T/.run/stdout" ||
+		grep -q -F "protected path '$WS/node_modules/x/.vscode'" "$T/.run/stdout" ||
+		fail "neither c/.vscode offered nor the linked .vscode stopped the run"
 	assert_absent "$WS/.git/hooks/pre-commit"
 }
 
@@ -527,6 +531,42 @@ t_watches_added_while_the_sandbox_is_built() {
 	stopped "$WS/d2/.mcp.json" sh -c 'echo evil >d2/.mcp.json'
 }
 
+t_symlinked_parents() {
+	local h=$WS
+	# .local holds ward's own state: it is there at the start, as in a used home.
+	mkdir -p "$h/.config" "$h/.local/state"
+	# A link made where names go on beneath it is refused with their reason, and goes.
+	HOME=$h stopped "$h/.config/systemd" sh -c \
+		'mkdir -p x/user && ln -s ../x .config/systemd && echo evil >x/user/e.service; sleep 1'
+	HOME=$h stopped "$h/.local/share" sh -c \
+		'mkdir -p y/applications && ln -s ../y .local/share && echo evil >y/applications/e.desktop; sleep 1'
+	HOME=$h stopped "$h/.cargo" sh -c 'mkdir z && ln -s z .cargo && echo evil >z/config.toml; sleep 1'
+	grep -q -F "autorun: cargo config" "$T/.run/stderr" || fail "stderr gives not the cargo reason"
+	rm -rf "$h/x" "$h/y" "$h/z"
+	# A link at level 1 to a deep directory: where it leads is looked into as if it stood there.
+	mkdir -p "$WS/d/d/d/p"
+	stopped "$WS/d/d/d/p/.vscode" sh -c \
+		'ln -s d/d/d/p proj && mkdir proj/.vscode && echo evil >proj/.vscode/tasks.json; sleep 1'
+	rm -f "$WS/proj"
+	# A stow-style .config, a link to a dotfiles repository at the start: its
+	# places are kept where it leads, the rest stays writable.
+	rm -rf "$h/.config"
+	mkdir -p "$h/dotfiles/config/fish" "$h/dotfiles/config/other"
+	printf 'orig\n' >"$h/dotfiles/config/fish/config.fish"
+	ln -s dotfiles/config "$h/.config"
+	HOME=$h w -- sh -c 'echo ok >.config/other/a && mkdir .config/new'
+	expect_rc 0
+	assert_content "$h/dotfiles/config/other/a" ok
+	HOME=$h refused "$h/dotfiles/config/fish/config.fish" write evil
+	assert_content "$h/dotfiles/config/fish/config.fish" orig
+	HOME=$h stopped "$h/dotfiles/config/systemd/user" sh -c \
+		'mkdir -p .config/systemd/user && echo evil >.config/systemd/user/e.service; sleep 1'
+	# Pointed elsewhere by the command: refused, and the new link goes.
+	HOME=$h stopped "$h/.config" sh -c 'mkdir -p c/autostart && ln -sfn c .config; sleep 1'
+	[ "$(readlink "$h/.config")" = dotfiles/config ] || [ ! -e "$h/.config" ] ||
+		fail ".config leads to $(readlink "$h/.config")"
+}
+
 tcase "existing autorun names of every class, at the root and two levels down, are read-only" \
 	t_existing_classes_at_the_root_and_two_levels_down
 tcase "missing autorun names of every class, at the root and two levels down, stop the run" \
@@ -557,6 +597,8 @@ tcase "a name planted after a run the scan cache answered is protected" \
 tcase "a forged or damaged scan cache file changes nothing" \
 	t_cache_a_forged_or_damaged_file_changes_nothing
 tcase "the scan cache's directory in a root is read-only" t_cache_directory_in_a_root_is_read_only
+tcase "symlinks where autorun names go on: made ones refused, existing ones followed" \
+	t_symlinked_parents
 tcase "many watches, added while the sandbox is built, are there before the command" \
 	t_watches_added_while_the_sandbox_is_built
 finish
