@@ -25,6 +25,7 @@
  *     before SIGKILL.
  */
 #include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/resource.h>
@@ -48,8 +49,21 @@ void ward__rlimits_plan(const struct ward__limits *l, bool nproc_pids, struct wa
 	}
 	if (nproc_pids && l->pids) {
 		/* The namespace's count holds ward's init as well. */
+		uint64_t want = l->pids + 1;
+		struct rlimit own;
+
+		/*
+		 * A hard limit cannot be raised without CAP_SYS_RESOURCE in the
+		 * host's namespace. Where ward's own is lower (a container run with
+		 * --ulimit nproc=4096), the command keeps ward's: that already bounds
+		 * its processes tighter than asked, so it is no failure (unlike an
+		 * --rlimit asked for by name, which ward__rlimits_check() refuses).
+		 */
+		if (getrlimit(RLIMIT_NPROC, &own) == 0 && own.rlim_max != RLIM_INFINITY &&
+		    want > own.rlim_max)
+			want = own.rlim_max;
 		ret->v[ret->n].resource = RLIMIT_NPROC;
-		ret->v[ret->n].cur = ret->v[ret->n].max = l->pids + 1;
+		ret->v[ret->n].cur = ret->v[ret->n].max = want;
 		ret->n++;
 	}
 }

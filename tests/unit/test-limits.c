@@ -344,6 +344,42 @@ TEST(rlimits_plan_and_apply)
 }
 
 /*
+ * The pids limit's RLIMIT_NPROC never asks more than ward's own hard limit
+ * (a container's --ulimit nproc): the command keeps that lower one, and the
+ * start is not refused for a limit nobody asked for by name.
+ */
+TEST(nproc_pids_within_wards_own_hard_limit)
+{
+	struct ward__limits l = {.pids = 4096};
+	struct ward__rlimits rl;
+	struct rlimit low = {.rlim_cur = 100, .rlim_max = 100};
+	pid_t pid;
+	int st;
+
+	pid = fork();
+	ASSERT_GE(pid, 0);
+	if (pid == 0) {
+		if (setrlimit(RLIMIT_NPROC, &low) < 0)
+			_exit(2);
+		ward__rlimits_plan(&l, true, &rl);
+		if (rl.n != 1 || rl.v[0].resource != RLIMIT_NPROC || rl.v[0].cur != 100 ||
+		    rl.v[0].max != 100)
+			_exit(3);
+		if (ward__rlimits_check(&rl, NULL) < 0)
+			_exit(4);
+		/* Below ward's own, the limit asked for is the one given. */
+		l.pids = 9;
+		ward__rlimits_plan(&l, true, &rl);
+		if (rl.v[0].cur != 10)
+			_exit(5);
+		_exit(0);
+	}
+	ASSERT_EQ(waitpid(pid, &st, 0), pid);
+	ASSERT_TRUE(WIFEXITED(st));
+	ASSERT_EQ(WEXITSTATUS(st), 0);
+}
+
+/*
  * RLIMIT_NPROC set in a new user namespace counts that namespace's
  * processes: with the limit at 8, at most 7 children of the first process
  * exist at once, however many processes the user has elsewhere. As root the
