@@ -555,10 +555,10 @@ static int add_root(struct ward_policy *p, const char *path, bool must_exist, co
  * ward's journal of changes (src/changes) keeps the files runs replaced and
  * the records that undo acts on: no sandbox may read or write it. Where it
  * exists it is masked; where it does not yet but a writable root holds its
- * place, it is made now (0700), so that a command cannot plant one there
- * for a later `ward undo` to act on.
+ * place, make_journal() made it (0700) before the scan, so that a command
+ * cannot plant one there for a later `ward undo` to act on.
  */
-static int hide_journal(struct ward_policy *p)
+static void make_journal(const struct ward_policy *p)
 {
 	_cleanup_free_ char *path = ward__changes_dir_path();
 	char canon[PATH_MAX];
@@ -566,12 +566,22 @@ static int hide_journal(struct ward_policy *p)
 	bool inside = false;
 
 	if (!path)
-		return 0;
+		return;
 	for (size_t i = 0; i < p->roots.n && !inside; i++)
 		inside = ward__path_under(path, p->roots.v[i]) ||
 			(realpath(p->roots.v[i], canon) && ward__path_under(path, canon));
 	if (stat(path, &st) < 0 && inside)
 		(void)ward__mkdir_parents(path, 0700);
+}
+
+static int hide_journal(struct ward_policy *p)
+{
+	_cleanup_free_ char *path = ward__changes_dir_path();
+	char canon[PATH_MAX];
+	struct stat st;
+
+	if (!path)
+		return 0;
 	if (!realpath(path, canon) || stat(canon, &st) < 0 || !S_ISDIR(st.st_mode) ||
 	    strcmp(canon, "/") == 0)
 		return 0;
@@ -642,6 +652,14 @@ static int resolve(struct ward_policy *p, struct ward_error *err)
 		if (r < 0)
 			return ward__error(err, r, "policy",
 					   "cannot resolve --unprotect paths: %m");
+		/*
+		 * ward's journal is made before the scan: the directories it
+		 * makes (a first ~/.local, ~/.local/state) must be read and
+		 * watched like the rest, or a first run could plant beneath
+		 * them (~/.local/share/applications) unseen.
+		 */
+		if (p->mode != WARD_MODE_DANGER_FULL_ACCESS)
+			make_journal(p);
 		r = protect_roots(p, &named, err);
 		if (r < 0)
 			return r;

@@ -178,6 +178,20 @@ t_more_home_places() {
 	expect_rc 0
 }
 
+# A first run in a fresh home: ward makes its own journal's directories
+# (~/.local/state/ward) before the scan, so the ~/.local it makes is read and
+# watched like any other, and a plant beneath it is caught at once.
+t_a_fresh_homes_first_run() {
+	local h=$WS/fresh
+	mkdir -p "$h"
+	(
+		unset WARD_CHANGES_DIR XDG_STATE_HOME
+		HOME=$h stopped "$h/.local/share/applications" sh -c \
+			"mkdir -p '$h/.local/share/applications' && echo evil >'$h/.local/share/applications/x.desktop'; sleep 1"
+	) || return 1
+	[ -d "$h/.local/state/ward/changes" ] || fail "ward did not make its journal's directory"
+}
+
 t_hook_runner_configs() {
 	make_repo "$WS"
 	# lefthook's hooks are installed (a stand-in for its script): its files are what they run.
@@ -577,6 +591,7 @@ tcase "deeper than two levels and package trees are not protected" \
 tcase "a home in the workspace keeps ssh, services, autostart and credentials" \
 	t_a_home_inside_the_workspace
 tcase "a home's editor, shell, session, service and build tool places" t_more_home_places
+tcase "a fresh home's first run: what ward makes for itself is watched" t_a_fresh_homes_first_run
 tcase "hook runners' configuration (lefthook, pre-commit) at a repository's top" t_hook_runner_configs
 tcase "a workspace inside the home's places keeps them" t_a_workspace_inside_the_homes_places
 tcase "repositories of their own one and two levels down keep hooks and config" t_nested_repositories
