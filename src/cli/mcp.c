@@ -16,6 +16,7 @@
 #include "cli/cli.h"
 #include "mcp/mcp.h"
 #include "sandbox/limits.h"
+#include "sandbox/sandbox.h"
 #include "session/session.h"
 
 static const char mcp_help[] =
@@ -259,7 +260,8 @@ int cli_mcp(int argc, char **argv)
 	}
 	if (!m.no_record) {
 		/* Without a place for the journal the server still serves, and says so once. */
-		if (ward__changes_cfg_init(&changes, &err) < 0) {
+		if (ward__changes_cfg_init(&changes, &err) < 0 ||
+		    ward__layer_probe(changes.dir, &err) < 0) {
 			if (m.hold) {
 				cli_report_error(&err);
 				ward_approver_free(ap);

@@ -615,7 +615,8 @@ int cli_serve(int argc, char **argv)
 	}
 	if (!s.no_record) {
 		/* Without a place for the journal the server still serves, and says so once. */
-		if (ward__changes_cfg_init(&changes, &err) < 0) {
+		if (ward__changes_cfg_init(&changes, &err) < 0 ||
+		    ward__layer_probe(changes.dir, &err) < 0) {
 			if (s.hold) {
 				cli_report_error(&err);
 				goto out;

@@ -39,7 +39,9 @@
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
+#include <stdio.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "basic/cleanup.h"
@@ -570,5 +572,122 @@ out:
 	for (size_t i = 0; i < ELEMENTSOF(dev_fds); i++)
 		if (dev_fds[i] >= 0)
 			close(dev_fds[i]);
+	return r;
+}
+
+/*
+ * The probe of ward__layer_probe(), in a child of its own: a mount namespace
+ * (and a user namespace mapping this user, as a sandbox has one), then the
+ * overlay a sandbox would make, never attached anywhere. What went wrong goes
+ * to fd as one line.
+ */
+static _Noreturn void probe_child(const char *dir, const char *base, int fd)
+{
+	char lower[PATH_MAX + 8], upper[PATH_MAX + 8], work[PATH_MAX + 8], map[64];
+	struct ward__layer l = {.root = lower, .upper = upper, .work = work};
+	struct ward_error e = {0};
+	uid_t uid = geteuid();
+	gid_t gid = getegid();
+	bool user_ns = uid != 0;
+	int mfd, r;
+
+	snprintf(lower, sizeof(lower), "%s/l", base);
+	snprintf(upper, sizeof(upper), "%s/u", base);
+	snprintf(work, sizeof(work), "%s/w", base);
+	if (unshare(CLONE_NEWNS | (user_ns ? CLONE_NEWUSER : 0)) < 0) {
+		dprintf(fd, "cannot make a mount namespace: %s", strerror(errno));
+		_exit(1);
+	}
+	if (user_ns) {
+		snprintf(map, sizeof(map), "0 %u 1", (unsigned)uid);
+		r = ward__write_file("/proc/self/setgroups", "deny");
+		if (r >= 0)
+			r = ward__write_file("/proc/self/uid_map", map);
+		snprintf(map, sizeof(map), "0 %u 1", (unsigned)gid);
+		if (r >= 0)
+			r = ward__write_file("/proc/self/gid_map", map);
+		if (r < 0) {
+			dprintf(fd, "cannot map the user namespace: %s", strerror(-r));
+			_exit(1);
+		}
+	}
+	if (make_overlay(&l, user_ns, &mfd, &e) < 0) {
+		/* Named by the journal's directory, not by the probe's own. */
+		dprintf(fd, "overlayfs refuses a layer kept in '%s': %s%s%s%s", dir,
+			strerror(e.code < 0 ? -e.code : EINVAL), e.hint[0] ? " (hint: " : "",
+			e.hint[0] ? e.hint : "", e.hint[0] ? ")" : "");
+		_exit(1);
+	}
+	_exit(0);
+}
+
+int ward__layer_probe(const char *dir, struct ward_error *err)
+{
+	char base[PATH_MAX], sub[PATH_MAX + 64], msg[1024];
+	int pfd[2], st, r = 0;
+	ssize_t n = 0, k;
+	pid_t pid;
+
+	if (ward__mkdir_parents(dir, 0700) < 0)
+		return ward__error(err, -errno, "changes", "cannot make '%s': %m", dir);
+	if (snprintf(base, sizeof(base), "%s/.probe-XXXXXX", dir) >= (int)sizeof(base))
+		return ward__error(err, -ENAMETOOLONG, "changes", "'%s': path too long", dir);
+	if (!mkdtemp(base))
+		return ward__error(err, -errno, "changes", "cannot write in '%s': %m", dir);
+	for (const char *d = "luw"; *d && r == 0; d++) {
+		snprintf(sub, sizeof(sub), "%s/%c", base, *d);
+		if (mkdir(sub, 0700) < 0)
+			r = ward__error(err, -errno, "changes", "cannot write in '%s': %m", dir);
+	}
+	if (r == 0 && pipe2(pfd, O_CLOEXEC) < 0)
+		r = ward__error(err, -errno, "changes", "cannot make a pipe: %m");
+	if (r == 0) {
+		pid = fork();
+		if (pid == 0) {
+			close(pfd[0]);
+			probe_child(dir, base, pfd[1]);
+		}
+		close(pfd[1]);
+		if (pid < 0) {
+			r = ward__error(err, -errno, "changes", "cannot fork: %m");
+		} else {
+			while (n < (ssize_t)sizeof(msg) - 1 &&
+			       (k = read(pfd[0], msg + n, sizeof(msg) - 1 - n)) != 0) {
+				if (k < 0 && errno == EINTR)
+					continue;
+				if (k < 0)
+					break;
+				n += k;
+			}
+			msg[n] = 0;
+			while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+				;
+			if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
+				r = ward__error(err, -EOPNOTSUPP, "changes", "%s",
+						n > 0 ? msg : "the layer probe failed");
+		}
+		close(pfd[0]);
+	}
+	/*
+	 * The overlay was never attached; what it made in its work directory
+	 * (mode 0: opened up first) is work/incompat/volatile/dirty, for the
+	 * volatile option.
+	 */
+	static const char *const made[] = {"w/work", "w/work/incompat", "w/work/incompat/volatile"};
+	for (size_t i = 0; i < ELEMENTSOF(made); i++) {
+		snprintf(sub, sizeof(sub), "%s/%s", base, made[i]);
+		(void)chmod(sub, 0700);
+	}
+	snprintf(sub, sizeof(sub), "%s/w/work/incompat/volatile/dirty", base);
+	(void)unlink(sub);
+	for (size_t i = ELEMENTSOF(made); i > 0; i--) {
+		snprintf(sub, sizeof(sub), "%s/%s", base, made[i - 1]);
+		(void)rmdir(sub);
+	}
+	for (const char *d = "luw"; *d; d++) {
+		snprintf(sub, sizeof(sub), "%s/%c", base, *d);
+		(void)rmdir(sub);
+	}
+	(void)rmdir(base);
 	return r;
 }

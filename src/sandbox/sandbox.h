@@ -741,6 +741,16 @@ struct ward__layer {
  * masks parts of its own: the container's is kept, see WARD_HOST_PROC_LOST),
  * or -errno.
  */
+/*
+ * Whether a copy-on-write layer can be made with its upper directory in dir
+ * (ward's journal, made if missing): the overlay a sandbox would make, in a
+ * child of its own. ward serve and ward mcp record by default and check this
+ * once at their start: a journal on a filesystem overlayfs cannot take as an
+ * upper layer (a container's own overlay root) would otherwise fail every
+ * process. -EOPNOTSUPP with overlayfs' refusal in err.
+ */
+WARD_INTERNAL int ward__layer_probe(const char *dir, struct ward_error *err);
+
 WARD_INTERNAL int ward__mounts_setup(const struct ward_policy *p, const struct ward__layer *layers,
 				     size_t n_layers, bool user_ns, struct ward_error *err);
 

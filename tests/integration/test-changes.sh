@@ -490,6 +490,37 @@ reply() { grep -m 1 -E "\"id\":$1[,}]" "$T/.run/stdout"; }
 jget() { "$PY" -c "import json,sys; m=json.loads(sys.argv[1]); print($2)" "$1"; }
 sc() { jget "$(reply "$1")" "m['result']['structuredContent']$2"; }
 
+# A journal where no layer can be kept (root: on an overlayfs, as in a
+# container whose root is one; anyone: where it cannot be made): ward mcp says
+# once that nothing is recorded and runs every command unrecorded, rather than
+# failing each; --hold, which cannot do without, refuses to start.
+t_mcp_journal_cannot_hold_a_layer() {
+	local o=$T/ovl j want
+	if [ "$(id -u)" = 0 ]; then
+		mkdir -p "$o/lo" "$o/up" "$o/wk" "$o/m"
+		mount -t overlay overlay -o "lowerdir=$o/lo,upperdir=$o/up,workdir=$o/wk" "$o/m" ||
+			skip "overlayfs cannot be mounted here"
+		j=$o/m/j
+		want="overlayfs refuses a layer kept in '$j'"
+	else
+		j=/proc/ward-journal
+		want="cannot make '$j'"
+	fi
+	WARD_CHANGES_DIR=$j mcpseq -- -C "$WS" --audit-log none <<EOS
+$INIT
+$INITED
+$(call 2 exec_command '{"cmd":"echo x >f.txt"}')
+EOS
+	grep -q -F "changes are not recorded (undo is not available): $want" "$T/.run/stderr" ||
+		fail "no warning naming the journal's place"
+	[ "$(sc 2 "['exit_code']")" = 0 ] || fail "the command did not run: $(reply 2)"
+	assert_content f.txt x
+	WARD_CHANGES_DIR=$j wx mcp -C "$WS" --hold
+	expect_rc 125
+	grep -q -F "$want" "$T/.run/stderr" || fail "--hold's refusal does not say why"
+	[ "$(id -u)" != 0 ] || umount "$o/m"
+}
+
 t_mcp_recorded_undone() {
 	changes_env
 	printf 'keep\n' >k.txt
@@ -586,6 +617,8 @@ tcase "a damaged record and an unknown run: one-line errors" t_damaged_record
 tcase "--json lists the changes" t_json_lists_changes
 tcase "the fallback refuses --hold (125)" t_fallback_refused
 tcase "ward mcp: recorded by default, listed, shown, undone" t_mcp_recorded_undone
+tcase "ward mcp: a journal that cannot hold a layer: unrecorded, said once" \
+	t_mcp_journal_cannot_hold_a_layer
 tcase "ward mcp: exec_command with hold, then changes_apply and changes_discard" t_mcp_hold_apply
 tcase "ward mcp with approvals: applying held changes asks the person" t_mcp_apply_asks
 tcase "ward mcp: the changes tools act on its own runs only" t_mcp_only_its_runs
