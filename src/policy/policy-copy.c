@@ -124,7 +124,8 @@ int ward__policy_dup_resolved(const struct ward_policy *src, struct ward_policy 
 	for (size_t i = 0; i < src->n_watches; i++) {
 		p->watches[i] = (struct ward__autorun_watch){
 			.path = dup_or_null(src->watches[i].path, &failed),
-			.at = src->watches[i].at};
+			.at = src->watches[i].at,
+			.unread = src->watches[i].unread};
 		p->n_watches++;
 	}
 	if (failed) {
@@ -133,6 +134,7 @@ int ward__policy_dup_resolved(const struct ward_policy *src, struct ward_policy 
 	}
 	p->scan_depth = src->scan_depth;
 	p->scan_cut = src->scan_cut;
+	p->scan_unread = src->scan_unread;
 	p->scan_cached = src->scan_cached;
 	p->resolved = true;
 	*ret_policy = p;

@@ -266,7 +266,7 @@ static int protect_roots(struct ward_policy *p, const struct ward__strv *named,
 	_cleanup_free_ char **starts = calloc(p->roots.n + 1, sizeof(char *));
 	_cleanup_(ward__strv_release) struct ward__strv path_starts = {0};
 	struct ward__autorun_sink sink = {sink_found, sink_missing, p};
-	struct ward__autorun_budget budget = {ward__now_ms() + WARD_AUTORUN_SCAN_MS, 0};
+	struct ward__autorun_budget budget = {.deadline_ms = ward__now_ms() + WARD_AUTORUN_SCAN_MS};
 	size_t n = 0, home_at = SIZE_MAX;
 	struct stat st;
 	int r;
@@ -352,16 +352,30 @@ static int protect_roots(struct ward_policy *p, const struct ward__strv *named,
 		ward__error_hint(err, "--unprotect the directories that hold most of them");
 		return r;
 	}
+	if (r == -ERANGE) {
+		/* Fails closed: an unread directory with subdirectories that matter is not guarded. */
+		ward__error(
+			err, r, "policy",
+			"the autorun scan reached its bounds (%d directories, %d entries) before '%s', where autorun names in existing subdirectories matter",
+			WARD_AUTORUN_MAX_DIRS, WARD_AUTORUN_MAX_ENTRIES,
+			budget.refused ? budget.refused : "?");
+		ward__error_hint(
+			err,
+			"--unprotect the subtree that holds most of these directories, or remove them");
+		free(budget.refused);
+		return r;
+	}
+	free(budget.refused);
 	if (r < 0)
 		return ward__error(err, r, "policy", "cannot look for autorun names: %m");
 	if (p->scan_cut) {
-		char why[200];
+		char why[300];
 
 		snprintf(
 			why, sizeof(why),
-			": a limit (%d directories, %d entries, %d ms) was reached; autorun names deeper than %u levels are not all protected",
+			": a limit (%d directories, %d entries, %d ms) was reached; %zu directories deeper than %u levels were not read: they are watched (names created in them are refused) but the autorun names already in them are not read-only",
 			WARD_AUTORUN_MAX_DIRS, WARD_AUTORUN_MAX_ENTRIES, WARD_AUTORUN_SCAN_MS,
-			p->scan_depth);
+			p->scan_unread, p->scan_depth);
 		r = ward__policy_note(p, "the autorun scan stopped in", p->resolved_cwd, why);
 	}
 	return r;

@@ -64,7 +64,7 @@ static void merge_point(struct ward__autorun_point *into, const struct ward__aut
  * bound, -ENOSPC when the kernel refuses, -ENOENT/-ENOTDIR when it is gone.
  */
 static int watch_dir(struct ward__guard *g, int fd, const char *path,
-		     const struct ward__autorun_point *at, bool copy)
+		     const struct ward__autorun_point *at, bool copy, bool unread)
 {
 	struct autorun_watch *w;
 	char proc[64];
@@ -111,8 +111,11 @@ static int watch_dir(struct ward__guard *g, int fd, const char *path,
 	for (i = g->n_aw; i > 0 && g->aw[i - 1].wd > wd; i--)
 		;
 	memmove(&g->aw[i + 1], &g->aw[i], (g->n_aw - i) * sizeof(*g->aw));
-	g->aw[i] = (struct autorun_watch){
-		.wd = wd, .path = copy ? strdup(path) : (char *)path, .own = copy, .at = *at};
+	g->aw[i] = (struct autorun_watch){.wd = wd,
+					  .path = copy ? strdup(path) : (char *)path,
+					  .own = copy,
+					  .unread = unread,
+					  .at = *at};
 	if (!g->aw[i].path) {
 		memmove(&g->aw[i], &g->aw[i + 1], (g->n_aw - i) * sizeof(*g->aw));
 		return -ENOMEM;
@@ -136,7 +139,8 @@ int ward__guard_autorun_init(struct ward__guard *g, struct ward_error *err)
 	}
 	/* Before the command exists: the paths are the directories the scan read. */
 	for (size_t i = 0; i < p->n_watches; i++) {
-		int r = watch_dir(g, -1, p->watches[i].path, &p->watches[i].at, false);
+		int r = watch_dir(g, -1, p->watches[i].path, &p->watches[i].at, false,
+				  p->watches[i].unread);
 
 		if (r == -ENOENT || r == -ENOTDIR)
 			continue;
@@ -209,7 +213,7 @@ static int look_into(struct ward__guard *g, const struct autorun_pending *it, ch
 	if (fd < 0)
 		return 0;
 	if (!it->again) {
-		r = watch_dir(g, fd, it->path, &it->at, true);
+		r = watch_dir(g, fd, it->path, &it->at, true, false);
 		if (r == -ENOENT || r == -ENOTDIR)
 			return 0;
 		if (r < 0)
@@ -276,6 +280,17 @@ int ward__guard_settle(struct ward__guard *g, char *access, size_t asize, char *
 		for (size_t i = 0; i < g->n_aw; i++) {
 			struct autorun_watch *w = &g->aw[i];
 
+			/*
+			 * An unread directory cannot be looked into again: what is
+			 * in it may be the person's, or planted unseen. Fails closed.
+			 */
+			if (w->unread) {
+				if (!g->ar_full) {
+					g->ar_full = true;
+					g->ar_full_path = strdup(w->path);
+				}
+				break;
+			}
 			if (!ward__guard_autorun_queue(g, w->path, NULL, &w->at))
 				break;
 		}
@@ -426,7 +441,13 @@ unsigned ward__guard_autorun_restore(struct ward__guard *g, ward__guard_report_f
 	for (size_t i = 0; i < g->n_created; i++)
 		if (lstat(g->created[i], &st) == 0 && !existed(g, g->created[i]))
 			remove_path(&s, g->created[i]);
+	/*
+	 * An unread directory is not swept: nothing says which of its names
+	 * were there before the run. What the command created in it, the
+	 * events named (g->created, above).
+	 */
 	for (size_t i = 0; i < g->n_aw; i++)
-		sweep_dir(&s, g->aw[i].path, &g->aw[i].at, 0, &budget);
+		if (!g->aw[i].unread)
+			sweep_dir(&s, g->aw[i].path, &g->aw[i].at, 0, &budget);
 	return s.removed;
 }

@@ -53,6 +53,7 @@ struct autorun_watch {
 	int wd;
 	char *path; /* as it was when the watch was added */
 	bool own; /* path is the guard's (a new directory's), else the policy's */
+	bool unread; /* past the scan's bounds: what was in it at the start is unknown */
 	struct ward__autorun_point at;
 };
 

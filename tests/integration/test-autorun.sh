@@ -339,6 +339,30 @@ t_bounds_fail_closed() {
 	assert_stderr_has "warning: the scan for autorun names stopped at a bound"
 	guard_stopped "$WS/.mcp.json"
 	assert_absent "$WS/.mcp.json"
+	# The directories the scan did not read (the last of wide's, in the order
+	# the scan reads them) are watched all the same, and so is a .config in one
+	# (the way to .config/fish); level 1 was read whole.
+	local last prev
+	last=$(cd "$WS/wide" && python3 -c 'import os; print([e.name for e in os.scandir(".")][-1])')
+	prev=$(cd "$WS/wide" && python3 -c 'import os; print([e.name for e in os.scandir(".")][-2])')
+	mkdir "$WS/wide/$prev/.config"
+	"$WARD" policy show >"$T/show" || fail "policy show failed"
+	grep -q '"depth_complete": 1,' "$T/show" || fail "policy show: $(grep depth_complete "$T/show")"
+	grep -q '"unread": [1-9]' "$T/show" || fail "policy show: no unread directories"
+	stopped "$WS/wide/$last/.vscode" sh -c "mkdir wide/$last/.vscode && echo evil >wide/$last/.vscode/tasks.json"
+	stopped "$WS/wide/$prev/.config/fish" sh -c "mkdir wide/$prev/.config/fish && echo evil >wide/$prev/.config/fish/config.fish"
+	rm -rf "$WS/wide"
+	# Past the bounds, a directory with subdirectories that matter cannot be
+	# covered by a watch: the run is refused before the command starts, and
+	# --unprotect of the big subtree lets it run.
+	(cd "$WS" && seq 1 4200 | sed 's/^/d/' | xargs mkdir)
+	w -- sh -c 'echo ran >ran'
+	[ "$WRC" = 125 ] || fail "expected 125, got $WRC"
+	assert_stderr_has "the autorun scan reached its bounds"
+	assert_stderr_has "--unprotect"
+	assert_absent "$WS/ran"
+	w --unprotect "$WS" -- sh -c 'echo ran >ran'
+	[ "$WRC" = 0 ] || fail "with --unprotect: exit $WRC"
 }
 
 # ------------------------------------------------------------------ the scan cache
