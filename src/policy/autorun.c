@@ -731,8 +731,21 @@ static int read_dir(const struct scan *s, const struct item *it, char *buf, size
 	if (it->start && sfd >= 0) {
 		rfd = sfd;
 	} else {
-		fd = openat(dfd, where, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-		/* Gone, or not ours to read: nothing the command could not do to it is left to protect. */
+		/*
+		 * A directory of ward's user that refuses it (mode 0300: writable
+		 * and searchable, not readable) is opened up: skipped, it would hide
+		 * what a command planted in it, and the guard could not watch it
+		 * (inotify needs read permission). One that is not ours but that
+		 * ward's user can write into cannot be opened up: refused.
+		 */
+		fd = ward__open_dir_readable(dfd, where);
+		if ((fd == -EACCES || fd == -EPERM) &&
+		    faccessat(dfd, where, W_OK | X_OK, AT_EACCESS) == 0) {
+			if (!s->budget->refused)
+				s->budget->refused = strdup(it->path);
+			return -EACCES;
+		}
+		/* Gone, or not ours to read nor write: nothing the command could do to it is left to protect. */
 		if (fd < 0)
 			return 0;
 		rfd = fd;

@@ -365,6 +365,15 @@ static int protect_roots(struct ward_policy *p, const struct ward__strv *named,
 		free(budget.refused);
 		return r;
 	}
+	if (r == -EACCES && budget.refused) {
+		ward__error(
+			err, r, "policy",
+			"cannot read '%s' for autorun names: ward's user may write in it but not read it, nor change its mode",
+			budget.refused);
+		ward__error_hint(err, "make it readable, or --unprotect it");
+		free(budget.refused);
+		return r;
+	}
 	free(budget.refused);
 	if (r < 0)
 		return ward__error(err, r, "policy", "cannot look for autorun names: %m");

@@ -205,10 +205,19 @@ static void changed(char *access, size_t asize, char *path, size_t psize, const 
 static int look_into(struct ward__guard *g, const struct autorun_pending *it, char *found,
 		     size_t fsize, const char **ret_reason)
 {
-	_cleanup_close_ int fd = open(it->path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	/*
+	 * A directory the command made unreadable (mode 0300) is given its
+	 * owner's read back first: skipped, it could hide a planted name, and
+	 * inotify cannot watch it. Still refused (the command changed the mode
+	 * back, or the directory is another user's that ward's user may write
+	 * in): fails closed.
+	 */
+	_cleanup_close_ int fd = ward__open_dir_readable(AT_FDCWD, it->path);
 	char buf[8192] __attribute__((aligned(8)));
 	int r;
 
+	if ((fd == -EACCES || fd == -EPERM) && faccessat(AT_FDCWD, it->path, W_OK, AT_EACCESS) == 0)
+		return -EACCES;
 	/* Gone or replaced by a link: where it went is watched, or does not matter. */
 	if (fd < 0)
 		return 0;
@@ -373,7 +382,7 @@ static void sweep_dir(struct sweep *s, const char *path, const struct ward__auto
 
 		if (dfd < 0)
 			return;
-		fd = openat(dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		fd = ward__open_dir_readable(dfd, ".");
 		close(dfd);
 	}
 	if (fd < 0 || fstat(fd, &st) < 0)

@@ -365,6 +365,21 @@ t_bounds_fail_closed() {
 	[ "$WRC" = 0 ] || fail "with --unprotect: exit $WRC"
 }
 
+t_an_unreadable_directory_does_not_hide() {
+	# Mode 0300 (writable and searchable, not readable) kept the scan and the
+	# guard out of a directory of ward's own user: they open it up instead.
+	# At launch: the .vscode inside is found, read-only.
+	mkdir -p "$WS/a/X/.vscode"
+	echo orig >"$WS/a/X/.vscode/tasks.json"
+	chmod 300 "$WS/a/X"
+	refused "$WS/a/X/.vscode/tasks.json" write evil
+	chmod 700 "$WS/a/X"
+	grep -q orig "$WS/a/X/.vscode/tasks.json" || fail "tasks.json was changed"
+	# While the command runs: a directory made 0300 out of sight (node_modules
+	# is never looked into) and renamed in is looked into all the same.
+	stopped "$WS/P/Y/.mcp.json" sh -c 'mkdir -p node_modules/P/Y && echo {} >node_modules/P/Y/.mcp.json && chmod 300 node_modules/P/Y && mv node_modules/P P; sleep 1'
+}
+
 # ------------------------------------------------------------------ the scan cache
 
 cache_dir() { echo "${XDG_CACHE_HOME:-$HOME/.cache}/ward"; }
@@ -496,6 +511,7 @@ tcase "a hard link made to a protected file does not stay it" t_a_hard_link_does
 tcase "names a command chose are escaped in messages and policy show" t_hostile_names_are_shown_escaped
 tcase "an approval lifts what it shows, never where a link leads" t_approval_lifts_only_what_it_shows
 tcase "past the guard's and the scan's bounds: stopped, or said" t_bounds_fail_closed
+tcase "a directory made unreadable (0300) hides nothing" t_an_unreadable_directory_does_not_hide
 tcase "a name planted after a run the scan cache answered is protected" \
 	t_cache_a_name_planted_after_a_cached_run
 tcase "a forged or damaged scan cache file changes nothing" \
