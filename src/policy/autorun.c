@@ -512,8 +512,10 @@ static int record_unread(struct scan *s, const struct item *it)
 	int r;
 
 	if (it->at.depth > 0 || it->at.paths || s->p->scan_unread >= WARD_AUTORUN_MAX_UNREAD) {
-		if (!s->budget->refused)
+		if (!s->budget->refused) {
 			s->budget->refused = strdup(it->path);
+			s->budget->too_many = it->at.depth <= 0 && !it->at.paths;
+		}
 		return -ERANGE;
 	}
 	r = record_watch(s->p, it, true);

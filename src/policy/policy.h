@@ -331,6 +331,7 @@ struct ward__autorun_budget {
 	size_t entries;
 	size_t read; /* directories read, across calls */
 	char *refused;
+	bool too_many; /* refused: more than WARD_AUTORUN_MAX_UNREAD to watch unread */
 };
 WARD_INTERNAL int ward__autorun_scan(struct ward_policy *p, char *const *starts,
 				     const struct ward__autorun_point *points, size_t n,

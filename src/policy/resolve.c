@@ -352,6 +352,24 @@ static int protect_roots(struct ward_policy *p, const struct ward__strv *named,
 		ward__error_hint(err, "--unprotect the directories that hold most of them");
 		return r;
 	}
+	if (r == -ERANGE && budget.too_many && budget.refused) {
+		/* The guard could not watch them all: fails closed, naming the big one. */
+		char *slash = strrchr(budget.refused, '/');
+
+		if (slash && slash != budget.refused)
+			*slash = '\0';
+		ward__error(
+			err, r, "policy",
+			"more than %d directories past the autorun scan's bounds (%d directories, %d entries) would have to be watched unread, in '%s' and others",
+			WARD_AUTORUN_MAX_UNREAD, WARD_AUTORUN_MAX_DIRS, WARD_AUTORUN_MAX_ENTRIES,
+			budget.refused);
+		ward__error_hint(
+			err,
+			"--unprotect '%s' (the scan does not go into it), or another large subtree",
+			budget.refused);
+		free(budget.refused);
+		return r;
+	}
 	if (r == -ERANGE) {
 		/* Fails closed: an unread directory with subdirectories that matter is not guarded. */
 		ward__error(

@@ -561,6 +561,26 @@ TEST_TIMEOUT(the_scan_stops_at_its_cap_and_says_so, 120)
 	ward_policy_free(p);
 }
 
+TEST_TIMEOUT(more_unread_directories_than_may_be_watched_are_refused, 120)
+{
+	char ws[256], name[64], want[320];
+	struct ward_policy *p;
+	struct ward_error err = {0};
+
+	test_ws(ws, sizeof(ws));
+	for (int i = 0; i < WARD_AUTORUN_MAX_DIRS + WARD_AUTORUN_MAX_UNREAD + 8; i++) {
+		snprintf(name, sizeof(name), "data/d%05d", i);
+		mkdir_p(ws, name);
+	}
+	p = unresolved(ws);
+	ASSERT_EQ(ward_policy_resolve(p, &err), -ERANGE);
+	ASSERT_TRUE(strstr(err.message, "would have to be watched unread") != NULL);
+	/* The hint names the directory that holds them. */
+	snprintf(want, sizeof(want), "--unprotect '%s/data'", ws);
+	ASSERT_TRUE(strstr(err.hint, want) != NULL);
+	ward_policy_free(p);
+}
+
 /* ------------------------------------------------------------------ the matcher */
 
 TEST(the_matcher_says_what_a_new_entry_is)
