@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 #include <ctype.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <signal.h>
@@ -12,6 +13,31 @@
 
 #include "basic/cleanup.h"
 #include "basic/util.h"
+
+int ward__open_dir_readable(int dfd, const char *name)
+{
+	_cleanup_close_ int o = -1;
+	char proc[64];
+	struct stat st;
+	int fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+
+	if (fd >= 0)
+		return fd;
+	if (errno != EACCES && errno != EPERM)
+		return -errno;
+	o = openat(dfd, name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (o < 0)
+		return -errno;
+	if (fstat(o, &st) < 0)
+		return -errno;
+	if (st.st_uid != geteuid())
+		return -EACCES;
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", o);
+	if (chmod(proc, (st.st_mode & 07777) | S_IRUSR | S_IXUSR) < 0)
+		return -errno;
+	fd = openat(o, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	return fd >= 0 ? fd : -errno;
+}
 
 bool ward__path_under(const char *path, const char *prefix)
 {

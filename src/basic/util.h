@@ -23,6 +23,14 @@ WARD_INTERNAL const char *ward__path_split(const char *path, char *buf, size_t s
 /* Makes path absolute against the current directory and removes "." / ".." / "//"
  * lexically (no symlink resolution). malloc()ed, NULL with errno set on error. */
 WARD_INTERNAL char *ward__path_absolute(const char *path);
+/*
+ * Opens the directory name in dfd for reading, not following a last-component
+ * symlink. When its mode refuses ward's user (0300, 0100, 0) and it is that
+ * user's own, its owner gets read and search first (a command of the same
+ * user could have set the mode to hide what it holds), through an O_PATH
+ * descriptor, never a path. The descriptor, or -errno (-EACCES: not ours).
+ */
+WARD_INTERNAL int ward__open_dir_readable(int dfd, const char *name);
 /* mkdir -p: each missing component of dir made with mode. Returns 0 or -errno. */
 WARD_INTERNAL int ward__mkdir_parents(const char *dir, mode_t mode);
 /* The value of a hexadecimal digit, or -1. */

@@ -47,9 +47,9 @@ void cli_warn_policy(const struct ward_policy *policy)
 		return;
 	warned = true;
 	cli_errorf(
-		"warning: the scan for autorun names stopped at a bound (%d directories, %d entries, %d ms): names deeper than %u levels beneath the writable roots are not all protected (see 'ward policy show')",
+		"warning: the scan for autorun names stopped at a bound (%d directories, %d entries, %d ms): %zu directories deeper than %u levels were not read; they are watched, but autorun names already in them are not read-only (see 'ward policy show')",
 		WARD_AUTORUN_MAX_DIRS, WARD_AUTORUN_MAX_ENTRIES, WARD_AUTORUN_SCAN_MS,
-		policy->scan_depth);
+		policy->scan_unread, policy->scan_depth);
 }
 
 enum {

@@ -569,6 +569,8 @@ struct scan {
 	size_t n, cap;
 	size_t entries;
 	int *start_fds; /* each start's directory, open while the scan runs, or -1 */
+	struct ward__autorun_budget *budget;
+	unsigned unread_level; /* the shallowest level of a directory watched unread */
 	struct ward__scan_cache *cache; /* or NULL */
 	char *buf, *lbuf; /* getdents64's, a listing's (for the cache) */
 };
@@ -601,7 +603,7 @@ static bool is_start(const struct scan *s, const char *path)
 }
 
 static int record_watch(struct ward_policy *p, const char *path, const char *target, bool link,
-			const struct ward__autorun_point *at)
+			const struct ward__autorun_point *at, bool unread)
 {
 	struct ward__autorun_watch *w;
 
@@ -615,14 +617,91 @@ static int record_watch(struct ward_policy *p, const char *path, const char *tar
 	*w = (struct ward__autorun_watch){.path = strdup(path),
 					  .target = target ? strdup(target) : NULL,
 					  .link = link,
-					  .at = *at};
+					  .at = *at,
+					  .unread = unread};
 	if (!w->path || (target && !w->target)) {
 		free(w->path);
 		free(w->target);
 		return -ENOMEM;
 	}
 	p->n_watches++;
+	p->scan_unread += unread;
 	return 0;
+}
+
+/*
+ * A directory past the scan's bounds (finding 2 of the autorun review: a
+ * command can make the next launch's scan stop early, and a directory
+ * neither read nor watched hid what it planted there). Reading it is what
+ * the bound forbids; watching it costs one inotify watch and catches every
+ * name created or renamed into it, which is what a command plants. That
+ * covers the names of the directory itself, not what lies in
+ * subdirectories that already exist: so a directory whose subdirectories
+ * matter (more levels to go, or the way to a missing PATH directory) is
+ * refused (-ERANGE: the caller fails the run), and for the rest the few
+ * subdirectories a table entry goes through (.config of .config/fish) are
+ * looked up by name, one fstatat each, and watched unread in turn.
+ */
+static int record_unread(struct scan *s, const struct item *it)
+{
+	struct {
+		const char *c;
+		size_t len;
+	} names[ELEMENTSOF(table)];
+	size_t n_names = 0;
+	int r;
+
+	if (it->at.depth > 0 || it->at.paths || s->p->scan_unread >= WARD_AUTORUN_MAX_UNREAD) {
+		if (!s->budget->refused) {
+			s->budget->refused = strdup(it->path);
+			s->budget->too_many = it->at.depth <= 0 && !it->at.paths;
+		}
+		return -ERANGE;
+	}
+	r = record_watch(s->p, it->path, NULL, false, &it->at, true);
+	s->unread_level = MIN(s->unread_level, it->level);
+	for (size_t k = 0; r >= 0 && k < WARD_AUTORUN_MAX_COMPONENTS; k++) {
+		uint64_t mm[WARD_AUTORUN_MASK_WORDS];
+
+		memcpy(mm, it->at.m[k], sizeof(mm));
+		if (k == 0 && it->at.depth >= 0)
+			for (size_t w = 0; w < WARD_AUTORUN_MASK_WORDS; w++)
+				mm[w] |= class_mask(false)[w];
+		for (size_t i = 0; r >= 0 && i < ELEMENTSOF(table); i++) {
+			struct ward__autorun_point child;
+			const char *c, *reason = NULL;
+			char name[NAME_MAX + 1];
+			struct item sub = {.level = it->level + 1, .from = it->from};
+			struct stat st;
+			size_t len;
+			bool last, seen = false;
+
+			if (!(mm[i / 64] & (UINT64_C(1) << (i % 64))) ||
+			    !component(table[i].path, k, &c, &len, &last) || last || len > NAME_MAX)
+				continue;
+			memcpy(name, c, len);
+			name[len] = '\0';
+			/* .config is on the way to .config/fish and .config/git: once. */
+			for (size_t j = 0; j < n_names && !seen; j++)
+				seen = names[j].len == len && memcmp(names[j].c, c, len) == 0;
+			if (seen || n_names == ELEMENTSOF(names))
+				continue;
+			names[n_names].c = c;
+			names[n_names++].len = len;
+			sub.path = ward__path_join(it->path, name);
+			if (!sub.path)
+				return -ENOMEM;
+			if (fstatat(AT_FDCWD, sub.path, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+			    S_ISDIR(st.st_mode) &&
+			    ward__autorun_match(s->p, &it->at, it->path, name, true, &child,
+						&reason) == WARD_AUTORUN_DESCEND) {
+				sub.at = child;
+				r = record_unread(s, &sub);
+			}
+			free(sub.path);
+		}
+	}
+	return r;
 }
 
 struct linux_dirent64 {
@@ -645,6 +724,7 @@ struct hit {
 /* What reading one directory found (read_dir), applied afterwards in order (apply_dir). */
 struct result {
 	bool opened;
+	bool skipped; /* not read: the time ran out (watched unread) */
 	bool cached; /* its listing came from the scan cache */
 	struct hit *hits;
 	size_t n_hits, cap_hits;
@@ -810,8 +890,21 @@ static int read_dir(const struct scan *s, const struct item *it, char *buf, size
 	if (it->start && sfd >= 0) {
 		rfd = sfd;
 	} else {
-		fd = openat(dfd, where, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-		/* Gone, or not ours to read: nothing the command could not do to it is left to protect. */
+		/*
+		 * A directory of ward's user that refuses it (mode 0300: writable
+		 * and searchable, not readable) is opened up: skipped, it would hide
+		 * what a command planted in it, and the guard could not watch it
+		 * (inotify needs read permission). One that is not ours but that
+		 * ward's user can write into cannot be opened up: refused.
+		 */
+		fd = ward__open_dir_readable(dfd, where);
+		if ((fd == -EACCES || fd == -EPERM) &&
+		    faccessat(dfd, where, W_OK | X_OK, AT_EACCESS) == 0) {
+			if (!s->budget->refused)
+				s->budget->refused = strdup(it->path);
+			return -EACCES;
+		}
+		/* Gone, or not ours to read nor write: nothing the command could do to it is left to protect. */
 		if (fd < 0)
 			return 0;
 		rfd = fd;
@@ -890,7 +983,7 @@ static int follow(struct scan *s, const struct item *it, const struct hit *h, ch
 	bool leads = link_leads(path, canon);
 	int r;
 
-	r = record_watch(s->p, path, leads ? canon : NULL, true, &h->child);
+	r = record_watch(s->p, path, leads ? canon : NULL, true, &h->child, false);
 	if (r >= 0 && !leads && reason)
 		r = s->sink->found(s->sink->userdata, path, reason);
 	free(path);
@@ -909,9 +1002,11 @@ static int apply_dir(struct scan *s, const struct item *it, const struct result 
 {
 	int r;
 
+	if (res->skipped)
+		return record_unread(s, it);
 	if (!res->opened)
 		return 0;
-	r = record_watch(s->p, it->path, NULL, false, &it->at);
+	r = record_watch(s->p, it->path, NULL, false, &it->at, false);
 	for (size_t i = 0; r >= 0 && i < res->n_hits; i++) {
 		const struct hit *h = &res->hits[i];
 		char *path = ward__path_join(it->path, h->name);
@@ -950,17 +1045,25 @@ static int apply_dir(struct scan *s, const struct item *it, const struct result 
 	return 0;
 }
 
-/* Reads the n directories of one level, until the time runs out (*ret_late). */
+/*
+ * Reads the n directories of one level. Once the time has run out (*late,
+ * kept across levels) a directory whose names alone matter is skipped, to
+ * be watched unread; one whose subdirectories matter is still read (a watch
+ * cannot stand in for it), bounded by the directories and entries bounds,
+ * which do not depend on the machine's load: the time alone never refuses a
+ * run.
+ */
 static int read_level(const struct scan *s, const struct item *items, size_t n, struct result *res,
-		      uint64_t deadline_ms, bool *ret_late)
+		      uint64_t deadline_ms, bool *late)
 {
 	int r = 0;
 
-	*ret_late = false;
 	for (size_t i = 0; i < n && r >= 0; i++) {
-		if (i % 16 == 15 && ward__now_ms() > deadline_ms) {
-			*ret_late = true;
-			break;
+		if (!*late && i % 16 == 15 && ward__now_ms() > deadline_ms)
+			*late = true;
+		if (*late && items[i].at.depth <= 0 && !items[i].at.paths) {
+			res[i].skipped = true;
+			continue;
 		}
 		r = read_dir(s, &items[i], s->buf, SCAN_BUF, s->lbuf, &res[i]);
 	}
@@ -979,10 +1082,14 @@ int ward__autorun_scan(struct ward_policy *p, char *const *starts,
 		       const struct ward__autorun_point *points, size_t n,
 		       const struct ward__autorun_sink *sink, struct ward__autorun_budget *budget)
 {
-	struct scan s = {.p = p, .sink = sink, .starts = starts, .n_starts = n};
+	struct scan s = {.p = p,
+			 .sink = sink,
+			 .starts = starts,
+			 .n_starts = n,
+			 .budget = budget,
+			 .unread_level = UINT_MAX};
 	size_t ls = 0;
-	bool capped = false;
-	unsigned cut_level = 0;
+	bool capped = false, late = ward__now_ms() > budget->deadline_ms;
 	int r = 0;
 
 	if (n == 0)
@@ -1019,22 +1126,18 @@ int ward__autorun_scan(struct ward_policy *p, char *const *starts,
 	 */
 	while (r >= 0 && ls < s.n && !capped) {
 		size_t le = s.n,
-		       room = p->n_watches < WARD_AUTORUN_MAX_DIRS
-			? WARD_AUTORUN_MAX_DIRS - p->n_watches
+		       room = budget->read < WARD_AUTORUN_MAX_DIRS
+			? WARD_AUTORUN_MAX_DIRS - budget->read
 			: 0;
 		_cleanup_free_ struct item *items = NULL;
 		struct result *res;
-		bool late = false;
 
 		if (le - ls > room) {
 			le = ls + room;
 			capped = true;
 		}
-		if (le == ls || ward__now_ms() > budget->deadline_ms) {
-			capped = true;
-			cut_level = s.q[ls].level;
+		if (le == ls)
 			break;
-		}
 		/* A copy: applying pushes, which may move the queue. */
 		items = malloc((le - ls) * sizeof(*items));
 		res = calloc(le - ls, sizeof(*res));
@@ -1048,24 +1151,26 @@ int ward__autorun_scan(struct ward_policy *p, char *const *starts,
 		for (size_t i = 0; i < le - ls; i++) {
 			s.entries += res[i].entries;
 			p->scan_cached += res[i].cached;
+			budget->read += res[i].opened;
 		}
 		for (size_t i = 0; r >= 0 && i < le - ls; i++)
 			r = apply_dir(&s, &items[i], &res[i]);
 		for (size_t i = 0; i < le - ls; i++)
 			result_release(&res[i]);
 		free(res);
-		if (late || s.entries > WARD_AUTORUN_MAX_ENTRIES || capped) {
+		if (s.entries > WARD_AUTORUN_MAX_ENTRIES)
 			capped = true;
-			cut_level = items[0].level;
-		}
 		ls = le;
 	}
+	/* What the bounds left in the queue is watched unread, or refused. */
+	for (size_t i = ls; r >= 0 && i < s.n; i++)
+		r = record_unread(&s, &s.q[i]);
 	ward__scan_cache_end(s.cache);
 	budget->entries = s.entries;
-	if (capped) {
-		/* The level being read when the scan stopped is partly done. */
+	if (s.unread_level != UINT_MAX) {
+		/* Every level above the shallowest directory left unread was read whole. */
 		p->scan_cut = true;
-		p->scan_depth = MIN(p->scan_depth, cut_level > 0 ? cut_level - 1 : 0);
+		p->scan_depth = MIN(p->scan_depth, s.unread_level > 0 ? s.unread_level - 1 : 0);
 	}
 	for (size_t i = 0; i < s.n; i++)
 		free(s.q[i].path);

@@ -126,7 +126,8 @@ int ward__policy_dup_resolved(const struct ward_policy *src, struct ward_policy 
 			.path = dup_or_null(src->watches[i].path, &failed),
 			.target = dup_or_null(src->watches[i].target, &failed),
 			.link = src->watches[i].link,
-			.at = src->watches[i].at};
+			.at = src->watches[i].at,
+			.unread = src->watches[i].unread};
 		p->n_watches++;
 	}
 	if (failed) {
@@ -135,6 +136,7 @@ int ward__policy_dup_resolved(const struct ward_policy *src, struct ward_policy 
 	}
 	p->scan_depth = src->scan_depth;
 	p->scan_cut = src->scan_cut;
+	p->scan_unread = src->scan_unread;
 	p->scan_cached = src->scan_cached;
 	p->resolved = true;
 	*ret_policy = p;

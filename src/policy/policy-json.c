@@ -539,6 +539,7 @@ static json_t *autorun_json(const struct ward_policy *p)
 	json_object_set_new(o, "depth", json_integer(WARD_AUTORUN_DEPTH));
 	json_object_set_new(o, "complete", json_boolean(!p->scan_cut));
 	json_object_set_new(o, "depth_complete", json_integer(p->scan_depth));
+	json_object_set_new(o, "unread", json_integer((json_int_t)p->scan_unread));
 	json_object_set_new(o, "cached", json_integer(p->scan_cached));
 	json_object_set_new(o, "home", p->home ? path_json(p->home) : json_null());
 	json_object_set_new(o, "missing_path_dirs", strv_json(&p->path_missing));

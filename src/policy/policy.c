@@ -149,6 +149,7 @@ void ward__policy_clear_resolved(struct ward_policy *p)
 	p->n_watches = 0;
 	p->scan_depth = 0;
 	p->scan_cut = false;
+	p->scan_unread = 0;
 	p->scan_cached = 0;
 	p->resolved = false;
 }

@@ -80,6 +80,7 @@ struct ward__protected {
 #define WARD_AUTORUN_MAX_ENTRIES (1 << 18) /* directory entries it reads, per policy */
 #define WARD_AUTORUN_SCAN_MS 100 /* and its time, per policy */
 #define WARD_AUTORUN_MAX_WATCHES 8192 /* directories one guard watches: launch and new ones */
+#define WARD_AUTORUN_MAX_UNREAD 3072 /* directories past the scan's bounds watched unread */
 
 struct ward__autorun_point {
 	uint64_t m[WARD_AUTORUN_MAX_COMPONENTS][WARD_AUTORUN_MASK_WORDS];
@@ -100,6 +101,11 @@ struct ward__autorun_watch {
 	char *target;
 	bool link;
 	struct ward__autorun_point at;
+	/*
+	 * Past the scan's bounds: watched but not read, so what is in it was
+	 * not looked at (nothing in it is known to be the person's own).
+	 */
+	bool unread;
 };
 
 struct ward__deny {
@@ -202,7 +208,8 @@ struct ward_policy {
 	struct ward__autorun_watch *watches; /* the directories the launch scan looked into */
 	size_t n_watches;
 	unsigned scan_depth; /* levels the scan completed beneath every root */
-	bool scan_cut; /* a cap stopped the scan: deeper directories were not looked into */
+	bool scan_cut; /* a cap stopped the scan: some directories were watched unread */
+	size_t scan_unread; /* those directories (watches with unread set) */
 	unsigned scan_cached; /* directories whose listing came from the scan cache */
 };
 
@@ -342,13 +349,20 @@ struct ward__autorun_sink {
  * entries and SCAN_MS milliseconds in all (p->n_watches and the caller's
  * *budget count across calls): reports what it finds to sink, and records
  * every directory it looked into in p->watches (a cap sets p->scan_cut and
- * lowers p->scan_depth, which the caller initialises). A start that lies
- * beneath another start is looked into once, as its own. -ENOMEM, or the
- * sink's error.
+ * lowers p->scan_depth, which the caller initialises). Past a bound, a
+ * directory whose names alone matter (and the .config on the way to
+ * .config/fish in it) is recorded unread, to be watched; one whose
+ * subdirectories matter cannot be covered by a watch: -ERANGE, with its
+ * path in budget->refused (the caller frees it). A start that lies beneath
+ * another start is looked into once, as its own. -ENOMEM, or the sink's
+ * error.
  */
 struct ward__autorun_budget {
 	uint64_t deadline_ms; /* CLOCK_MONOTONIC */
 	size_t entries;
+	size_t read; /* directories read, across calls */
+	char *refused;
+	bool too_many; /* refused: more than WARD_AUTORUN_MAX_UNREAD to watch unread */
 };
 WARD_INTERNAL int ward__autorun_scan(struct ward_policy *p, char *const *starts,
 				     const struct ward__autorun_point *points, size_t n,

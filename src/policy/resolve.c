@@ -365,7 +365,7 @@ static int protect_roots(struct ward_policy *p, const struct ward__strv *named,
 					  .repo = sink_repo,
 					  .followed = sink_followed,
 					  .userdata = &ctx};
-	struct ward__autorun_budget budget = {ward__now_ms() + WARD_AUTORUN_SCAN_MS, 0};
+	struct ward__autorun_budget budget = {.deadline_ms = ward__now_ms() + WARD_AUTORUN_SCAN_MS};
 	size_t n = 0, home_at = SIZE_MAX;
 	struct stat st;
 	int r;
@@ -468,16 +468,57 @@ static int protect_roots(struct ward_policy *p, const struct ward__strv *named,
 		ward__error_hint(err, "--unprotect the directories that hold most of them");
 		return r;
 	}
+	if (r == -ERANGE && budget.too_many && budget.refused) {
+		/* The guard could not watch them all: fails closed, naming the big one. */
+		char *slash = strrchr(budget.refused, '/');
+
+		if (slash && slash != budget.refused)
+			*slash = '\0';
+		ward__error(
+			err, r, "policy",
+			"more than %d directories past the autorun scan's bounds (%d directories, %d entries) would have to be watched unread, in '%s' and others",
+			WARD_AUTORUN_MAX_UNREAD, WARD_AUTORUN_MAX_DIRS, WARD_AUTORUN_MAX_ENTRIES,
+			budget.refused);
+		ward__error_hint(
+			err,
+			"--unprotect '%s' (the scan does not go into it), or another large subtree",
+			budget.refused);
+		free(budget.refused);
+		return r;
+	}
+	if (r == -ERANGE) {
+		/* Fails closed: an unread directory with subdirectories that matter is not guarded. */
+		ward__error(
+			err, r, "policy",
+			"the autorun scan reached its bounds (%d directories, %d entries) before '%s', where autorun names in existing subdirectories matter",
+			WARD_AUTORUN_MAX_DIRS, WARD_AUTORUN_MAX_ENTRIES,
+			budget.refused ? budget.refused : "?");
+		ward__error_hint(
+			err,
+			"--unprotect the subtree that holds most of these directories, or remove them");
+		free(budget.refused);
+		return r;
+	}
+	if (r == -EACCES && budget.refused) {
+		ward__error(
+			err, r, "policy",
+			"cannot read '%s' for autorun names: ward's user may write in it but not read it, nor change its mode",
+			budget.refused);
+		ward__error_hint(err, "make it readable, or --unprotect it");
+		free(budget.refused);
+		return r;
+	}
+	free(budget.refused);
 	if (r < 0)
 		return ward__error(err, r, "policy", "cannot look for autorun names: %m");
 	if (p->scan_cut) {
-		char why[200];
+		char why[300];
 
 		snprintf(
 			why, sizeof(why),
-			": a limit (%d directories, %d entries, %d ms) was reached; autorun names deeper than %u levels are not all protected",
+			": a limit (%d directories, %d entries, %d ms) was reached; %zu directories deeper than %u levels were not read: they are watched (names created in them are refused) but the autorun names already in them are not read-only",
 			WARD_AUTORUN_MAX_DIRS, WARD_AUTORUN_MAX_ENTRIES, WARD_AUTORUN_SCAN_MS,
-			p->scan_depth);
+			p->scan_unread, p->scan_depth);
 		r = ward__policy_note(p, "the autorun scan stopped in", p->resolved_cwd, why);
 	}
 	return r;

@@ -35,7 +35,9 @@
 #include "basic/util.h"
 #include "sandbox/guard-state.h"
 
-#define AUTORUN_MASK (IN_CREATE | IN_MOVED_TO | IN_ONLYDIR | IN_DONT_FOLLOW)
+/* IN_MOVED_FROM, IN_MOVE_SELF: a watched directory's renames (guard-watch.c). */
+#define AUTORUN_MASK \
+	(IN_CREATE | IN_MOVED_FROM | IN_MOVED_TO | IN_MOVE_SELF | IN_ONLYDIR | IN_DONT_FOLLOW)
 
 static const char reason_limit[] = "autorun: guard limit";
 
@@ -64,8 +66,8 @@ static void merge_point(struct ward__autorun_point *into, const struct ward__aut
  * watched again after lost events) has its points merged. -E2BIG past the
  * bound, -ENOSPC when the kernel refuses, -ENOENT/-ENOTDIR when it is gone.
  */
-static int watch_dir(struct ward__guard *g, int fd, const char *path,
-		     const struct ward__autorun_point *at, bool copy)
+static int watch_dir(struct ward__guard *g, int fd, const char *path, int parent,
+		     const struct ward__autorun_point *at, bool copy, bool unread)
 {
 	struct autorun_watch *w;
 	char proc[64];
@@ -96,7 +98,37 @@ static int watch_dir(struct ward__guard *g, int fd, const char *path,
 	w = ward__guard_autorun_find(g, wd);
 	if (w) {
 		merge_point(&w->at, at);
-		return 0;
+		/*
+		 * A new name for a watched directory: it came back from where no
+		 * names matter (astray), or its rename's events were not all seen.
+		 * Where it was just found is where it is.
+		 */
+		if (copy && strcmp(w->path, path) != 0) {
+			const char *slash = strrchr(path, '/');
+			char *name = slash ? strdup(slash + 1) : NULL;
+
+			if (!name)
+				return -ENOMEM;
+			/* The scan's directories beneath it learn it is their parent first. */
+			ward__guard_autorun_paths(g);
+			w = ward__guard_autorun_find(g, wd);
+			free(w->name);
+			w->name = name;
+			w->parent = parent;
+			if (parent < 0) {
+				char *np = strdup(path);
+
+				if (!np)
+					return -ENOMEM;
+				if (w->own)
+					free(w->path);
+				w->path = np;
+				w->own = true;
+			}
+			w->astray = false;
+			ward__guard_autorun_paths(g);
+		}
+		return wd;
 	}
 	if (g->n_aw >= WARD_AUTORUN_MAX_WATCHES)
 		return -E2BIG;
@@ -112,14 +144,27 @@ static int watch_dir(struct ward__guard *g, int fd, const char *path,
 	for (i = g->n_aw; i > 0 && g->aw[i - 1].wd > wd; i--)
 		;
 	memmove(&g->aw[i + 1], &g->aw[i], (g->n_aw - i) * sizeof(*g->aw));
-	g->aw[i] = (struct autorun_watch){
-		.wd = wd, .path = copy ? strdup(path) : (char *)path, .own = copy, .at = *at};
+	g->aw[i] = (struct autorun_watch){.wd = wd,
+					  .parent = parent,
+					  .path = copy ? strdup(path) : (char *)path,
+					  .own = copy,
+					  .unread = unread,
+					  .gen = g->ar_gen,
+					  .at = *at};
+	if (copy && parent >= 0) {
+		const char *slash = strrchr(path, '/');
+
+		g->aw[i].name = slash ? strdup(slash + 1) : NULL;
+		if (!g->aw[i].name)
+			g->aw[i].parent = AUTORUN_NO_PARENT;
+	}
 	if (!g->aw[i].path) {
+		free(g->aw[i].name);
 		memmove(&g->aw[i], &g->aw[i + 1], (g->n_aw - i) * sizeof(*g->aw));
 		return -ENOMEM;
 	}
 	g->n_aw++;
-	return 0;
+	return wd;
 }
 
 int ward__guard_autorun_init(struct ward__guard *g, struct ward_error *err)
@@ -142,7 +187,8 @@ int ward__guard_autorun_init(struct ward__guard *g, struct ward_error *err)
 		/* A symlink the scan followed: where it leads has a watch of its own. */
 		if (p->watches[i].link)
 			continue;
-		r = watch_dir(g, -1, p->watches[i].path, &p->watches[i].at, false);
+		r = watch_dir(g, -1, p->watches[i].path, AUTORUN_UNLINKED, &p->watches[i].at, false,
+			      p->watches[i].unread);
 
 		if (r == -ENOENT || r == -ENOTDIR)
 			continue;
@@ -159,9 +205,11 @@ int ward__guard_autorun_init(struct ward__guard *g, struct ward_error *err)
 
 void ward__guard_autorun_release(struct ward__guard *g)
 {
-	for (size_t i = 0; i < g->n_aw; i++)
+	for (size_t i = 0; i < g->n_aw; i++) {
 		if (g->aw[i].own)
 			free(g->aw[i].path);
+		free(g->aw[i].name);
+	}
 	free(g->aw);
 	g->aw = NULL;
 	g->n_aw = g->cap_aw = 0;
@@ -175,6 +223,8 @@ void ward__guard_autorun_release(struct ward__guard *g)
 	g->n_created = 0;
 	free(g->ar_full_path);
 	g->ar_full_path = NULL;
+	free(g->ar_to_name);
+	g->ar_to_name = NULL;
 }
 
 /* A protected name that was there at the start (bound read-only, or kept): not the command's. */
@@ -207,19 +257,31 @@ static void changed(char *access, size_t asize, char *path, size_t psize, const 
 static int look_into(struct ward__guard *g, const struct autorun_pending *it, char *found,
 		     size_t fsize, const char **ret_reason)
 {
-	_cleanup_close_ int fd = open(it->path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	/*
+	 * A directory the command made unreadable (mode 0300) is given its
+	 * owner's read back first: skipped, it could hide a planted name, and
+	 * inotify cannot watch it. Still refused (the command changed the mode
+	 * back, or the directory is another user's that ward's user may write
+	 * in): fails closed.
+	 */
+	_cleanup_close_ int fd = ward__open_dir_readable(AT_FDCWD, it->path);
 	char buf[8192] __attribute__((aligned(8)));
-	int r;
+	int r, wd;
 
+	if ((fd == -EACCES || fd == -EPERM) && faccessat(AT_FDCWD, it->path, W_OK, AT_EACCESS) == 0)
+		return -EACCES;
 	/* Gone or replaced by a link: where it went is watched, or does not matter. */
 	if (fd < 0)
 		return 0;
 	if (!it->again) {
-		r = watch_dir(g, fd, it->path, &it->at, true);
+		r = watch_dir(g, fd, it->path, it->parent, &it->at, true, false);
 		if (r == -ENOENT || r == -ENOTDIR)
 			return 0;
 		if (r < 0)
 			return r;
+		wd = r;
+	} else {
+		wd = it->parent;
 	}
 	for (;;) {
 		long n = syscall(SYS_getdents64, fd, buf, sizeof(buf));
@@ -265,7 +327,7 @@ static int look_into(struct ward__guard *g, const struct autorun_pending *it, ch
 				*ret_reason = reason;
 				return 0;
 			case WARD_AUTORUN_DESCEND:
-				if (!ward__guard_autorun_queue(g, it->path, name, &child))
+				if (!ward__guard_autorun_queue(g, it->path, name, wd, &child))
 					return -E2BIG;
 				break;
 			}
@@ -287,7 +349,21 @@ int ward__guard_settle(struct ward__guard *g, char *access, size_t asize, char *
 		for (size_t i = 0; i < g->n_aw; i++) {
 			struct autorun_watch *w = &g->aw[i];
 
-			if (!ward__guard_autorun_queue(g, w->path, NULL, &w->at))
+			/* Astray: where it is now, names do not matter. */
+			if (w->lost)
+				continue;
+			/*
+			 * An unread directory cannot be looked into again: what is
+			 * in it may be the person's, or planted unseen. Fails closed.
+			 */
+			if (w->unread) {
+				if (!g->ar_full) {
+					g->ar_full = true;
+					g->ar_full_path = strdup(w->path);
+				}
+				break;
+			}
+			if (!ward__guard_autorun_queue(g, w->path, NULL, w->wd, &w->at))
 				break;
 		}
 	}
@@ -369,7 +445,7 @@ static void sweep_dir(struct sweep *s, const char *path, const struct ward__auto
 
 		if (dfd < 0)
 			return;
-		fd = openat(dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		fd = ward__open_dir_readable(dfd, ".");
 		close(dfd);
 	}
 	if (fd < 0 || fstat(fd, &st) < 0)
@@ -432,7 +508,8 @@ static void sweep_dir(struct sweep *s, const char *path, const struct ward__auto
 
 				sub = ward__path_join(path, name);
 				for (size_t i = 0; sub && i < s->g->n_aw && !watched; i++)
-					watched = strcmp(s->g->aw[i].path, sub) == 0;
+					watched = !s->g->aw[i].lost &&
+						strcmp(s->g->aw[i].path, sub) == 0;
 				/* A watched one is swept on its own. */
 				if (sub && !watched)
 					sweep_dir(s, sub, &child, depth + 1, budget);
@@ -452,10 +529,24 @@ unsigned ward__guard_autorun_restore(struct ward__guard *g, ward__guard_report_f
 
 	if (!g || !g->policy)
 		return 0;
+	/* The renames the command made before it died: the sweep goes where the directories are. */
+	if (g->fd >= 0) {
+		char a[16], p[PATH_MAX];
+		const char *reason;
+		bool changed;
+
+		(void)ward__guard_read(g, a, sizeof(a), p, sizeof(p), &reason, &changed);
+	}
 	for (size_t i = 0; i < g->n_created; i++)
 		if (lstat(g->created[i], &st) == 0 && !existed(g, g->created[i]))
 			remove_path(&s, g->created[i]);
+	/*
+	 * An unread directory is not swept: nothing says which of its names
+	 * were there before the run. What the command created in it, the
+	 * events named (g->created, above).
+	 */
 	for (size_t i = 0; i < g->n_aw; i++)
-		sweep_dir(&s, g->aw[i].path, &g->aw[i].at, 0, &budget);
+		if (!g->aw[i].unread && !g->aw[i].lost)
+			sweep_dir(&s, g->aw[i].path, &g->aw[i].at, 0, &budget);
 	return s.removed;
 }

@@ -48,17 +48,32 @@ struct target {
 	struct node root; /* T_SNAPSHOT */
 };
 
-/* A directory watched for autorun names appearing in it (guard-autorun.c). */
+/*
+ * A directory watched for autorun names appearing in it (guard-autorun.c).
+ * The watch is the directory's inode's; its path is derived from the watch
+ * of the directory it is in and its name there, which the renames the guard
+ * sees change (guard-watch.c): reports, removals and the matcher's
+ * --unprotect decisions use the path it has now, not the one it had.
+ */
+#define AUTORUN_NO_PARENT (-1) /* a start (or a directory above it not watched): path absolute */
+#define AUTORUN_UNLINKED (-2) /* one of the scan's: its parent is found at the first rename */
 struct autorun_watch {
 	int wd;
-	char *path; /* as it was when the watch was added */
-	bool own; /* path is the guard's (a new directory's), else the policy's */
+	int parent; /* the wd of the watched directory it is in, or one of the two above */
+	char *name; /* its name in parent (the guard's), or NULL */
+	char *path;
+	bool own; /* path is the guard's (a new directory's, or derived), else the policy's */
+	bool astray; /* renamed to a directory not watched: where it is now, names do not matter */
+	bool lost; /* it or a directory above it is astray: its events are not believed */
+	unsigned gen; /* of the last derivation of path */
+	bool unread; /* past the scan's bounds: what was in it at the start is unknown */
 	struct ward__autorun_point at;
 };
 
 /* A directory that appeared where autorun names matter: to watch, then to look into. */
 struct autorun_pending {
 	char *path;
+	int parent; /* the wd of the watched directory it appeared in; again: its own wd */
 	struct ward__autorun_point at;
 	bool again; /* watched already: only looked into again (events were lost) */
 };
@@ -102,6 +117,12 @@ struct ward__guard {
 	bool ar_lost; /* events were lost: every watched directory is looked into again */
 	bool ar_full; /* a bound was reached: the next settle trips (fails closed) */
 	char *ar_full_path;
+	/* A watched directory's rename: IN_MOVED_FROM, IN_MOVED_TO, then its own IN_MOVE_SELF. */
+	bool ar_from, ar_to, ar_linked;
+	uint32_t ar_from_cookie, ar_to_cookie;
+	int ar_to_wd;
+	char *ar_to_name;
+	unsigned ar_gen;
 	char *created[AUTORUN_MAX_CREATED];
 	size_t n_created;
 	size_t ar_entries;
@@ -126,9 +147,12 @@ WARD_INTERNAL unsigned ward__guard_autorun_restore(struct ward__guard *g,
 
 /* The watch of wd, or NULL. */
 WARD_INTERNAL struct autorun_watch *ward__guard_autorun_find(struct ward__guard *g, int wd);
-/* Queues a new directory (copied); false when the queue is full (then the guard fails closed). */
+/*
+ * Queues a new directory (copied) that appeared in the watched directory
+ * parent; false when the queue is full (then the guard fails closed).
+ */
 WARD_INTERNAL bool ward__guard_autorun_queue(struct ward__guard *g, const char *dir,
-					     const char *name,
+					     const char *name, int parent,
 					     const struct ward__autorun_point *at);
 /*
  * A symlink at dir/name where names matter (ward__autorun_match_link): 1 when
@@ -138,6 +162,8 @@ WARD_INTERNAL bool ward__guard_autorun_queue(struct ward__guard *g, const char *
 WARD_INTERNAL int ward__guard_autorun_link(struct ward__guard *g, const char *dir, const char *name,
 					   const struct ward__autorun_point *at, char *path,
 					   size_t size, const char **ret_reason);
+/* Derives every watch's path again, after one changed its parent or name. */
+WARD_INTERNAL void ward__guard_autorun_paths(struct ward__guard *g);
 /* Records a created protected path, to be removed once the sandbox is dead. */
 WARD_INTERNAL void ward__guard_autorun_created(struct ward__guard *g, const char *path);
 

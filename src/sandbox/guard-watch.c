@@ -62,7 +62,7 @@ struct autorun_watch *ward__guard_autorun_find(struct ward__guard *g, int wd)
 }
 
 /* The queue is a ring of AUTORUN_MAX_PENDING items, allocated on first use. */
-bool ward__guard_autorun_queue(struct ward__guard *g, const char *dir, const char *name,
+bool ward__guard_autorun_queue(struct ward__guard *g, const char *dir, const char *name, int parent,
 			       const struct ward__autorun_point *at)
 {
 	struct autorun_pending *it;
@@ -76,7 +76,7 @@ bool ward__guard_autorun_queue(struct ward__guard *g, const char *dir, const cha
 			goto full;
 	}
 	it = &g->ap[(g->ap_head + g->n_ap++) % AUTORUN_MAX_PENDING];
-	*it = (struct autorun_pending){.path = path, .at = *at, .again = !name};
+	*it = (struct autorun_pending){.path = path, .parent = parent, .at = *at, .again = !name};
 	return true;
 full:
 	/* Fails closed: a directory not looked into could hide a planted name. */
@@ -87,6 +87,163 @@ full:
 	}
 	free(path);
 	return false;
+}
+
+static void link_parents(struct ward__guard *g);
+
+/* The path of w from its parent's (derived first) and its name. */
+static void derive(struct ward__guard *g, struct autorun_watch *w, unsigned depth)
+{
+	struct autorun_watch *p;
+	char *np;
+
+	if (w->gen == g->ar_gen)
+		return;
+	w->gen = g->ar_gen;
+	if (w->parent < 0) {
+		w->lost = w->astray;
+		return;
+	}
+	p = ward__guard_autorun_find(g, w->parent);
+	/* Not found, or a loop (that no real tree has): not believed. */
+	if (!p || depth > 256) {
+		w->lost = true;
+		return;
+	}
+	derive(g, p, depth + 1);
+	w->lost = w->astray || p->lost;
+	if (w->lost)
+		return;
+	np = ward__path_join(p->path, w->name);
+	if (!np) {
+		w->lost = true;
+		return;
+	}
+	if (strcmp(np, w->path) == 0) {
+		free(np);
+		return;
+	}
+	if (w->own)
+		free(w->path);
+	w->path = np;
+	w->own = true;
+}
+
+void ward__guard_autorun_paths(struct ward__guard *g)
+{
+	if (!g->ar_linked)
+		link_parents(g);
+	g->ar_gen++;
+	for (size_t i = 0; i < g->n_aw; i++)
+		derive(g, &g->aw[i], 0);
+}
+
+struct by_path {
+	const char *path;
+	int wd;
+};
+
+static int by_path_cmp(const void *a, const void *b)
+{
+	return strcmp(((const struct by_path *)a)->path, ((const struct by_path *)b)->path);
+}
+
+/*
+ * The scan's directories learn their parents at the first rename of a
+ * watched directory, not at the start: the launch does not pay for what
+ * few runs need. A directory whose parent is not watched keeps its
+ * absolute path (a start).
+ */
+static void link_parents(struct ward__guard *g)
+{
+	struct by_path *v;
+
+	g->ar_linked = true;
+	v = calloc(g->n_aw + 1, sizeof(*v));
+	for (size_t i = 0; v && i < g->n_aw; i++)
+		v[i] = (struct by_path){g->aw[i].path, g->aw[i].wd};
+	if (v)
+		qsort(v, g->n_aw, sizeof(*v), by_path_cmp);
+	for (size_t i = 0; i < g->n_aw; i++) {
+		struct autorun_watch *w = &g->aw[i];
+		const char *slash = strrchr(w->path, '/');
+		char dir[PATH_MAX];
+		struct by_path key = {dir, 0}, *found;
+
+		if (w->parent != AUTORUN_UNLINKED)
+			continue;
+		w->parent = AUTORUN_NO_PARENT;
+		if (!v || !slash || !slash[1] || (size_t)(slash - w->path) >= sizeof(dir))
+			continue;
+		memcpy(dir, w->path, (size_t)(slash - w->path));
+		dir[slash == w->path ? 1 : slash - w->path] = '\0';
+		found = bsearch(&key, v, g->n_aw, sizeof(*v), by_path_cmp);
+		w->name = found ? strdup(slash + 1) : NULL;
+		if (w->name)
+			w->parent = found->wd;
+	}
+	free(v);
+}
+
+/*
+ * A watched directory renamed (finding 14 of the autorun review: with
+ * --unprotect W/a/b/.vscode, `mv a/b c && mkdir c/.vscode` was asked about
+ * as W/a/b/.vscode, lifted, and stayed). The kernel reports a rename as
+ * IN_MOVED_FROM in the old parent and IN_MOVED_TO in the new (with one
+ * cookie), then IN_MOVE_SELF on the directory itself: that last one says
+ * which watch moved, even when two watched directories swap places
+ * (RENAME_EXCHANGE). Its parent and name are the IN_MOVED_TO's, and its
+ * path and every watched one's beneath it are derived again before any
+ * later event is read. Without an IN_MOVED_TO (its new parent is not
+ * watched: names do not matter there), it is astray until it comes back,
+ * which is an IN_MOVED_TO in a watched directory: a new directory to look
+ * into, and its own IN_MOVE_SELF.
+ */
+static void autorun_moved(struct ward__guard *g, const struct inotify_event *ev)
+{
+	struct autorun_watch *w;
+
+	if ((ev->mask & (IN_MOVED_FROM | IN_MOVED_TO)) && (ev->mask & IN_ISDIR) && ev->len) {
+		if (!ward__guard_autorun_find(g, ev->wd))
+			return;
+		if (ev->mask & IN_MOVED_FROM) {
+			g->ar_from = true;
+			g->ar_from_cookie = ev->cookie;
+			g->ar_to = false;
+			return;
+		}
+		/* An IN_MOVED_FROM of another rename is no part of this one. */
+		if (g->ar_from && g->ar_from_cookie != ev->cookie)
+			g->ar_from = false;
+		free(g->ar_to_name);
+		g->ar_to_name = strdup(ev->name);
+		g->ar_to = g->ar_to_name != NULL;
+		g->ar_to_cookie = ev->cookie;
+		g->ar_to_wd = ev->wd;
+		return;
+	}
+	if (!(ev->mask & IN_MOVE_SELF)) {
+		/* Whatever came between is of another rename (or none). */
+		g->ar_from = g->ar_to = false;
+		return;
+	}
+	w = ward__guard_autorun_find(g, ev->wd);
+	if (w) {
+		if (!g->ar_linked)
+			link_parents(g);
+		w = ward__guard_autorun_find(g, ev->wd);
+		if (g->ar_to && (!g->ar_from || g->ar_from_cookie == g->ar_to_cookie)) {
+			free(w->name);
+			w->name = g->ar_to_name;
+			g->ar_to_name = NULL;
+			w->parent = g->ar_to_wd;
+			w->astray = false;
+		} else {
+			w->astray = true;
+		}
+		ward__guard_autorun_paths(g);
+	}
+	g->ar_from = g->ar_to = false;
 }
 
 void ward__guard_autorun_created(struct ward__guard *g, const char *path)
@@ -124,7 +281,8 @@ int ward__guard_autorun_link(struct ward__guard *g, const char *dir, const char 
 		if (!slash || !slash[1])
 			return 0;
 		*slash = '\0';
-		ward__guard_autorun_queue(g, target[0] ? target : "/", slash + 1, &child);
+		ward__guard_autorun_queue(g, target[0] ? target : "/", slash + 1, AUTORUN_UNLINKED,
+					  &child);
 		return 2;
 	}
 	return 0;
@@ -146,7 +304,7 @@ static int autorun_event(struct ward__guard *g, const struct inotify_event *ev, 
 	if (!g->n_aw || !ev->len || !(ev->mask & (IN_CREATE | IN_MOVED_TO)))
 		return 0;
 	w = ward__guard_autorun_find(g, ev->wd);
-	if (!w)
+	if (!w || w->lost)
 		return 0;
 	switch (ward__autorun_match(g->policy, &w->at, w->path, ev->name,
 				    (ev->mask & IN_ISDIR) != 0, &child, &reason)) {
@@ -162,7 +320,7 @@ static int autorun_event(struct ward__guard *g, const struct inotify_event *ev, 
 		*ret_reason = reason;
 		return 1;
 	case WARD_AUTORUN_DESCEND:
-		ward__guard_autorun_queue(g, w->path, ev->name, &child);
+		ward__guard_autorun_queue(g, w->path, ev->name, w->wd, &child);
 		return 2;
 	}
 	return 0;
@@ -179,6 +337,8 @@ static int event_matches(struct ward__guard *g, const struct inotify_event *ev,
 
 	if (ev->mask & IN_IGNORED)
 		return 0;
+	if (g->n_aw)
+		autorun_moved(g, ev);
 	for (size_t i = 0; i < g->n; i++) {
 		struct target *t = &g->t[i];
 
@@ -276,15 +436,22 @@ int ward__guard_read(struct ward__guard *g, char *access, size_t asize, char *pa
 			const char *a;
 
 			p += sizeof(*ev) + ev->len;
-			if (g->tripped)
-				continue; /* after a trip the restoration tells what changed */
+			if (g->tripped) {
+				/* After a trip the restoration tells what changed, at the paths of now. */
+				if (g->n_aw && !(ev->mask & (IN_Q_OVERFLOW | IN_IGNORED)))
+					autorun_moved(g, ev);
+				continue;
+			}
 			if (ev->mask & IN_Q_OVERFLOW) {
 				overflow(g, access, asize, path, psize, ret_changed);
 				continue;
 			}
 			/* The first change is the one reported: the sandbox stops on it. */
-			if (*ret_changed)
+			if (*ret_changed) {
+				if (g->n_aw && !(ev->mask & IN_IGNORED))
+					autorun_moved(g, ev);
 				continue;
+			}
 			if (event_matches(g, ev, &a, path, psize, ret_reason) == 1) {
 				snprintf(access, asize, "%s", a);
 				*ret_changed = true;
@@ -509,8 +676,12 @@ static void hub_event(struct ward__watches *w, struct ward__guard *g,
 	const char *a, *reason = NULL;
 	int k;
 
-	if (g->tripped)
-		return; /* after a trip the restoration tells */
+	if (g->tripped) {
+		/* After a trip the restoration tells, at the paths of now. */
+		if (g->n_aw && !(ev->mask & IN_IGNORED))
+			autorun_moved(g, ev);
+		return;
+	}
 	k = event_matches(g, ev, &a, path, sizeof(path), &reason);
 	if (k == 2)
 		hub_mark(w, g);

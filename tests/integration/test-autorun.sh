@@ -433,6 +433,81 @@ t_bounds_fail_closed() {
 	assert_stderr_has "warning: the scan for autorun names stopped at a bound"
 	guard_stopped "$WS/.mcp.json"
 	assert_absent "$WS/.mcp.json"
+	# The directories the scan did not read (the last of wide's, in the order
+	# the scan reads them) are watched all the same, and so is a .config in one
+	# (the way to .config/fish); level 1 was read whole.
+	local last prev
+	last=$(cd "$WS/wide" && python3 -c 'import os; print([e.name for e in os.scandir(".")][-1])')
+	prev=$(cd "$WS/wide" && python3 -c 'import os; print([e.name for e in os.scandir(".")][-2])')
+	mkdir "$WS/wide/$prev/.config"
+	"$WARD" policy show >"$T/show" || fail "policy show failed"
+	grep -q '"depth_complete": 1,' "$T/show" || fail "policy show: $(grep depth_complete "$T/show")"
+	grep -q '"unread": [1-9]' "$T/show" || fail "policy show: no unread directories"
+	stopped "$WS/wide/$last/.vscode" sh -c "mkdir wide/$last/.vscode && echo evil >wide/$last/.vscode/tasks.json"
+	stopped "$WS/wide/$prev/.config/fish" sh -c "mkdir wide/$prev/.config/fish && echo evil >wide/$prev/.config/fish/config.fish"
+	rm -rf "$WS/wide"
+	# Past the bounds, a directory with subdirectories that matter cannot be
+	# covered by a watch: the run is refused before the command starts, and
+	# --unprotect of the big subtree lets it run.
+	(cd "$WS" && seq 1 4200 | sed 's/^/d/' | xargs mkdir)
+	w -- sh -c 'echo ran >ran'
+	[ "$WRC" = 125 ] || fail "expected 125, got $WRC"
+	assert_stderr_has "the autorun scan reached its bounds"
+	assert_stderr_has "--unprotect"
+	assert_absent "$WS/ran"
+	w --unprotect "$WS" -- sh -c 'echo ran >ran'
+	[ "$WRC" = 0 ] || fail "with --unprotect: exit $WRC"
+}
+
+t_an_unreadable_directory_does_not_hide() {
+	# Mode 0300 (writable and searchable, not readable) kept the scan and the
+	# guard out of a directory of ward's own user: they open it up instead.
+	# At launch: the .vscode inside is found, read-only.
+	mkdir -p "$WS/a/X/.vscode"
+	echo orig >"$WS/a/X/.vscode/tasks.json"
+	chmod 300 "$WS/a/X"
+	refused "$WS/a/X/.vscode/tasks.json" write evil
+	chmod 700 "$WS/a/X"
+	grep -q orig "$WS/a/X/.vscode/tasks.json" || fail "tasks.json was changed"
+	# While the command runs: a directory made 0300 out of sight (node_modules
+	# is never looked into) and renamed in is looked into all the same.
+	stopped "$WS/P/Y/.mcp.json" sh -c 'mkdir -p node_modules/P/Y && echo {} >node_modules/P/Y/.mcp.json && chmod 300 node_modules/P/Y && mv node_modules/P P; sleep 1'
+}
+
+t_a_renamed_directory_is_known_by_its_new_path() {
+	mkdir -p "$WS/a/b" "$WS/x/y" "$WS/p/q"
+	# --unprotect W/a/b/.vscode lifts that path, not a .vscode in a/b moved to c.
+	w --unprotect "$WS/a/b/.vscode" -- sh -c 'mv a/b c && sleep 0.5 && mkdir c/.vscode && echo evil >c/.vscode/tasks.json; sleep 1'
+	guard_stopped "$WS/c/.vscode"
+	assert_absent "$WS/c/.vscode"
+	# The denial names where the plant is, not where its directory was.
+	stopped "$WS/z/.vscode" sh -c 'mv x/y z && mkdir z/.vscode; sleep 1'
+	! grep -q "x/y/.vscode" "$T/.run/stderr" || fail "the denial names the old path"
+	# A watched directory beneath the renamed one follows it.
+	mkdir -p "$WS/m/n"
+	stopped "$WS/k/n/.vscode" sh -c 'mv m k && mkdir k/n/.vscode; sleep 1'
+	! grep -q "m/n/.vscode" "$T/.run/stderr" || fail "the denial names the old path"
+	# Two watched directories swapped (RENAME_EXCHANGE): s1/t is the one that was s2/t.
+	mkdir -p "$WS/s1/t" "$WS/s2/t"
+	touch "$WS/s1/t/one"
+	w --unprotect "$WS/s2/t/.vscode" -- python3 -c '
+import ctypes, os, time
+libc = ctypes.CDLL(None, use_errno=True)
+if libc.syscall(316, -100, b"s1/t", -100, b"s2/t", 2) != 0:
+    raise SystemExit("renameat2: %d" % ctypes.get_errno())
+time.sleep(0.3)
+os.mkdir("s1/t/.vscode")
+time.sleep(1)'
+	guard_stopped "$WS/s1/t/.vscode"
+	[ -e "$WS/s2/t/one" ] || fail "the exchange did not happen"
+	# A plant moved away right after it was made is still found and removed.
+	mkdir -p "$WS/u/v"
+	w -- sh -c 'mkdir u/v/.vscode && mv u/v u/w; sleep 1'
+	[ "$WRC" != 0 ] || fail "expected the run to be stopped"
+	assert_absent "$WS/u/v/.vscode"
+	assert_absent "$WS/u/w/.vscode"
+	# Out of sight (node_modules) and back: the .vscode it brings back is found.
+	stopped "$WS/r/.vscode" sh -c 'mkdir node_modules && mv p/q node_modules/ && mkdir node_modules/q/.vscode && sleep 0.3 && mv node_modules/q r; sleep 1'
 }
 
 # ------------------------------------------------------------------ the scan cache
@@ -607,6 +682,8 @@ tcase "a hard link made to a protected file does not stay it" t_a_hard_link_does
 tcase "names a command chose are escaped in messages and policy show" t_hostile_names_are_shown_escaped
 tcase "an approval lifts what it shows, never where a link leads" t_approval_lifts_only_what_it_shows
 tcase "past the guard's and the scan's bounds: stopped, or said" t_bounds_fail_closed
+tcase "a directory made unreadable (0300) hides nothing" t_an_unreadable_directory_does_not_hide
+tcase "a renamed directory is known by its new path" t_a_renamed_directory_is_known_by_its_new_path
 tcase "a name planted after a run the scan cache answered is protected" \
 	t_cache_a_name_planted_after_a_cached_run
 tcase "a forged or damaged scan cache file changes nothing" \

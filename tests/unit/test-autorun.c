@@ -651,24 +651,62 @@ TEST_TIMEOUT(the_scan_stops_at_its_cap_and_says_so, 120)
 {
 	char ws[256], name[64];
 	struct ward_policy *p;
+	struct ward_error err = {0};
+	size_t unread = 0;
 
 	test_ws(ws, sizeof(ws));
-	/* More directories one level down than the scan looks into. */
+	/* More directories two levels down than the scan reads: the rest are watched unread. */
 	for (int i = 0; i < WARD_AUTORUN_MAX_DIRS + 8; i++) {
-		snprintf(name, sizeof(name), "d%05d", i);
+		snprintf(name, sizeof(name), "wide/d%05d", i);
 		mkdir_p(ws, name);
 	}
 	mkdir_p(ws, ".vscode");
 	p = resolved(ws);
 	ASSERT_TRUE(p->scan_cut);
-	ASSERT_EQ(p->scan_depth, 0);
-	/* The directory bound, or the time bound first on a busy machine. */
-	ASSERT_LE(p->n_watches, WARD_AUTORUN_MAX_DIRS);
-	ASSERT_GE(p->n_watches, 1);
+	/* Levels 0 and 1 were read whole (the note said "0 levels" here once). */
+	ASSERT_EQ(p->scan_depth, 1);
+	for (size_t i = 0; i < p->n_watches; i++)
+		unread += p->watches[i].unread;
+	ASSERT_GE(unread, 8);
+	ASSERT_EQ(unread, p->scan_unread);
+	ASSERT_EQ(p->n_watches, WARD_AUTORUN_MAX_DIRS + 8 + 2);
 	ASSERT_TRUE(noted(p, "autorun scan stopped"));
 	/* The root's own names are complete. */
 	ASSERT_ENTRY(p, ws, ".vscode", WARD_PROTECT_READONLY, "autorun: editor tasks");
 	ASSERT_ENTRY(p, ws, ".mcp.json", WARD_PROTECT_MISSING, "autorun: agent config");
+	ward_policy_free(p);
+
+	/*
+	 * One level up, the directories left unread have subdirectories that
+	 * matter, which a watch does not cover: the policy is refused.
+	 */
+	for (int i = 0; i < WARD_AUTORUN_MAX_DIRS + 8; i++) {
+		snprintf(name, sizeof(name), "d%05d", i);
+		mkdir_p(ws, name);
+	}
+	p = unresolved(ws);
+	ASSERT_EQ(ward_policy_resolve(p, &err), -ERANGE);
+	ASSERT_TRUE(strstr(err.message, "autorun scan reached its bounds") != NULL);
+	ward_policy_free(p);
+}
+
+TEST_TIMEOUT(more_unread_directories_than_may_be_watched_are_refused, 120)
+{
+	char ws[256], name[64], want[320];
+	struct ward_policy *p;
+	struct ward_error err = {0};
+
+	test_ws(ws, sizeof(ws));
+	for (int i = 0; i < WARD_AUTORUN_MAX_DIRS + WARD_AUTORUN_MAX_UNREAD + 8; i++) {
+		snprintf(name, sizeof(name), "data/d%05d", i);
+		mkdir_p(ws, name);
+	}
+	p = unresolved(ws);
+	ASSERT_EQ(ward_policy_resolve(p, &err), -ERANGE);
+	ASSERT_TRUE(strstr(err.message, "would have to be watched unread") != NULL);
+	/* The hint names the directory that holds them. */
+	snprintf(want, sizeof(want), "--unprotect '%s/data'", ws);
+	ASSERT_TRUE(strstr(err.hint, want) != NULL);
 	ward_policy_free(p);
 }
 
