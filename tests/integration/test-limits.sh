@@ -54,14 +54,24 @@ echo "# this host, this user: memory ${HOW_memory:-?}, pids ${HOW_pids:-?}, cpu 
 
 # No cgroup of a ward of this user that has exited may outlive it (a ward still running, a
 # server of another case, keeps its own; what a ward killed with SIGKILL left, the next
-# ward that uses the same subtree removes, as the run before this check did).
-no_cgroups_left() {
-	local d pid left=""
+# ward that uses the same subtree removes, as the run before this check did). What was
+# left before this file started, in other subtrees (another job's ward killed with
+# SIGKILL, which no ward of this run sweeps), is not this run's.
+stale_cgroups() {
+	local d pid
 	while read -r d; do
 		pid=${d##*/ward-}
 		pid=${pid%%-*}
-		kill -0 "$pid" 2>/dev/null || left="$left $d"
+		kill -0 "$pid" 2>/dev/null || echo "$d"
 	done < <(find /sys/fs/cgroup -maxdepth 7 -type d -name 'ward-*' -user "$(id -u)" 2>/dev/null)
+}
+STALE_BEFORE=$(stale_cgroups)
+no_cgroups_left() {
+	local d left=""
+	while read -r d; do
+		[ -n "$d" ] || continue
+		grep -qxF -- "$d" <<<"$STALE_BEFORE" || left="$left $d"
+	done < <(stale_cgroups)
 	[ -z "$left" ] || fail "cgroups left behind:$left"
 }
 
