@@ -479,6 +479,7 @@ static bool link_leads(const char *path, char canon[PATH_MAX])
 enum ward__autorun_kind ward__autorun_match_link(const struct ward_policy *p,
 						 const struct ward__autorun_point *at,
 						 const char *dir, const char *name,
+						 unsigned *follows,
 						 struct ward__autorun_point *ret_child,
 						 char *ret_target, const char **ret_reason)
 {
@@ -495,6 +496,13 @@ enum ward__autorun_kind ward__autorun_match_link(const struct ward_policy *p,
 	/* Without memory, as a link that leads elsewhere: refused where names go on. */
 	if (path && (lstat(path, &st) < 0 || !S_ISLNK(st.st_mode)))
 		return WARD_AUTORUN_NONE;
+	reason = continued_reason(&child);
+	if (!reason && follows) {
+		/* Each resolution costs; a link to a file holds no names beneath. */
+		if (*follows == 0 || stat(path, &st) < 0 || !S_ISDIR(st.st_mode))
+			return WARD_AUTORUN_NONE;
+		--*follows;
+	}
 	leads = path && link_leads(path, canon);
 	for (size_t i = 0; path && i < p->n_watches; i++) {
 		const struct ward__autorun_watch *w = &p->watches[i];
@@ -505,7 +513,6 @@ enum ward__autorun_kind ward__autorun_match_link(const struct ward_policy *p,
 			return WARD_AUTORUN_NONE;
 		break;
 	}
-	reason = continued_reason(&child);
 	if (reason) {
 		*ret_reason = reason;
 		return WARD_AUTORUN_PROTECTED;
@@ -970,8 +977,9 @@ static int read_dir(const struct scan *s, const struct item *it, char *buf, size
 /*
  * A symlink where names go on beneath it (~/.config -> dotfiles/config, a
  * stow-style home; W/proj -> d/d/d/p): the directory it leads to is looked
- * into with the point of the link's name, as if it stood there, and kept in
- * place (sink->followed), when it lies in the writable roots (elsewhere the
+ * into with the point of the link's name, as if it stood there, and, where
+ * table names go on, kept in place (sink->followed), when it lies in the
+ * writable roots (elsewhere the
  * command cannot write). One leading nowhere where a name of the table goes
  * on is protected as that name: what it names cannot be made. Recorded
  * either way, for the guard to tell the person's links from the command's.
@@ -989,7 +997,13 @@ static int follow(struct scan *s, const struct item *it, const struct hit *h, ch
 	free(path);
 	if (r < 0 || !leads || !ward__policy_in_roots(s->p, canon))
 		return r;
-	if (s->sink->followed)
+	/*
+	 * Kept in place only where table names go on (a stow-style ~/.config):
+	 * pinning where only the depth goes on would make every directory a
+	 * link leads to (current -> releases/v2) impossible to remove or
+	 * rename; the guard follows such a directory by its watch instead.
+	 */
+	if (s->sink->followed && reason)
 		r = s->sink->followed(s->sink->userdata, canon);
 	path = r >= 0 ? strdup(canon) : NULL;
 	if (r >= 0 && !path)

@@ -320,12 +320,14 @@ WARD_INTERNAL enum ward__autorun_kind ward__autorun_match(const struct ward_poli
  * (PATH_MAX bytes) the canonical directory to look into with *ret_child's
  * names, when it lies in the writable roots. NONE otherwise, and for a link the
  * scan met at the start that still leads where it led. A name protected in
- * itself is the matcher's (is_dir false).
+ * itself is the matcher's (is_dir false). follows (or NULL: no bound) is the
+ * budget of resolutions of links where only the depth continues, one spent
+ * each; at 0 such a link is NONE at once.
  */
-WARD_INTERNAL enum ward__autorun_kind
-ward__autorun_match_link(const struct ward_policy *p, const struct ward__autorun_point *at,
-			 const char *dir, const char *name, struct ward__autorun_point *ret_child,
-			 char *ret_target, const char **ret_reason);
+WARD_INTERNAL enum ward__autorun_kind ward__autorun_match_link(
+	const struct ward_policy *p, const struct ward__autorun_point *at, const char *dir,
+	const char *name, unsigned *follows, struct ward__autorun_point *ret_child,
+	char *ret_target, const char **ret_reason);
 /* The point of a writable root (every name, depth levels beneath) and of a home directory. */
 WARD_INTERNAL struct ward__autorun_point ward__autorun_root_point(unsigned depth);
 WARD_INTERNAL struct ward__autorun_point ward__autorun_home_point(unsigned depth);

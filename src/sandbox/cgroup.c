@@ -42,6 +42,7 @@
 #include <sys/eventfd.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "basic/error.h"
@@ -708,6 +709,50 @@ long ward__cgroup_clone(const struct ward__cgroup *cg, unsigned long flags, int 
 		};
 
 		pid = syscall(SYS_clone3, &args, sizeof(args));
+		if (pid >= 0 || errno != ENOSYS)
+			return pid < 0 ? -errno : pid;
+		/*
+		 * A seccomp filter that cannot read clone3's arguments in memory
+		 * refuses it with ENOSYS, so that callers fall back to clone:
+		 * systemd's RestrictNamespaces= does (ward serve's units use it).
+		 * Then the child waits on a pipe until ward has moved it in, so
+		 * that nothing it starts runs outside: only what its first steps
+		 * allocated is charged to ward's own cgroup.
+		 */
+		int sync[2], r = 0;
+		char b = 0;
+
+		if (pipe2(sync, O_CLOEXEC) < 0)
+			return -errno;
+		pid = syscall(SYS_clone, flags | SIGCHLD, NULL, ret_pidfd, NULL, 0);
+		if (pid == 0) {
+			close(sync[1]);
+			while (read(sync[0], &b, 1) < 0 && errno == EINTR)
+				;
+			close(sync[0]);
+			return 0;
+		}
+		r = pid < 0 ? -errno : 0;
+		close(sync[0]);
+		if (pid > 0) {
+			int fd = openat(cg->v2_fd, "cgroup.procs", O_WRONLY | O_CLOEXEC);
+
+			r = fd < 0 || dprintf(fd, "%ld\n", pid) < 0 ? -errno : 0;
+			if (fd >= 0)
+				close(fd);
+			if (r < 0) {
+				kill((pid_t)pid, SIGKILL);
+				close(sync[1]);
+				while (waitpid((pid_t)pid, NULL, 0) < 0 && errno == EINTR)
+					;
+				if (ret_pidfd && *ret_pidfd >= 0)
+					close(*ret_pidfd);
+				return r;
+			}
+			(void)!write(sync[1], &b, 1);
+		}
+		close(sync[1]);
+		return pid < 0 ? r : pid;
 	} else {
 		pid = syscall(SYS_clone, flags | SIGCHLD, NULL, ret_pidfd, NULL, 0);
 	}

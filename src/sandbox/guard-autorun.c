@@ -180,6 +180,7 @@ int ward__guard_autorun_init(struct ward__guard *g, struct ward_error *err)
 		g->aw = nw;
 		g->cap_aw = p->n_watches + 64;
 	}
+	g->ar_follows = AUTORUN_MAX_FOLLOWS;
 	/* Before the command exists: the paths are the directories the scan read. */
 	for (size_t i = 0; i < p->n_watches; i++) {
 		int r;
@@ -191,6 +192,13 @@ int ward__guard_autorun_init(struct ward__guard *g, struct ward_error *err)
 			      p->watches[i].unread);
 
 		if (r == -ENOENT || r == -ENOTDIR)
+			continue;
+		/*
+		 * Another user's directory ward's user cannot read (as /run/sudo
+		 * under a root of /): nor can the command, of the same user,
+		 * create anything in it unless it may write there.
+		 */
+		if ((r == -EACCES || r == -EPERM) && access(p->watches[i].path, W_OK) < 0)
 			continue;
 		if (r < 0) {
 			ward__error(err, r, "guard", "cannot watch '%s' for autorun names: %m",
@@ -485,7 +493,8 @@ static void sweep_dir(struct sweep *s, const char *path, const struct ward__auto
 				if (!is_link)
 					break;
 				switch (ward__autorun_match_link(s->g->policy, at, path, name,
-								 &child, target, &reason)) {
+								 &s->g->ar_follows, &child, target,
+								 &reason)) {
 				case WARD_AUTORUN_PROTECTED:
 					sub = ward__path_join(path, name);
 					if (sub)

@@ -126,7 +126,17 @@ struct ward__guard {
 	char *created[AUTORUN_MAX_CREATED];
 	size_t n_created;
 	size_t ar_entries;
+	/*
+	 * What is left of the resolutions of links to directories the command
+	 * makes where only the depth goes on (W/proj -> d/d/d/p), from
+	 * AUTORUN_MAX_FOLLOWS (ward__guard_autorun_init): past them such links
+	 * are not followed (where they lead lies deeper than the scan's levels
+	 * anyway, docs/policy.md), so that a command flipping links cannot
+	 * keep a shared server's loop busy.
+	 */
+	unsigned ar_follows;
 };
+#define AUTORUN_MAX_FOLLOWS 64
 
 /* ------------------------------------------------------------ autorun watches (guard-autorun.c) */
 

@@ -267,7 +267,8 @@ int ward__guard_autorun_link(struct ward__guard *g, const char *dir, const char 
 	const char *reason = NULL;
 	char target[PATH_MAX], *slash;
 
-	switch (ward__autorun_match_link(g->policy, at, dir, name, &child, target, &reason)) {
+	switch (ward__autorun_match_link(g->policy, at, dir, name, &g->ar_follows, &child, target,
+					 &reason)) {
 	case WARD_AUTORUN_NONE:
 		return 0;
 	case WARD_AUTORUN_PROTECTED:
@@ -703,7 +704,13 @@ int ward__watches_dispatch(struct ward__watches *w)
 	char buf[16384] __attribute__((aligned(__alignof__(struct inotify_event))));
 	int r = 0;
 
-	for (;;) {
+	/*
+	 * At most 16 reads (256 KiB of events) a call: the loop watches the
+	 * instance level-triggered and comes back, after its other work. A
+	 * command making entries as fast as it can in a watched directory
+	 * (flipping a symlink) would otherwise keep a shared server's loop here.
+	 */
+	for (int reads = 0; reads < 16; reads++) {
 		ssize_t n = read(w->fd, buf, sizeof(buf));
 
 		if (n < 0) {
