@@ -9,6 +9,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <jansson.h>
 #include <limits.h>
 #include <stdio.h>
@@ -484,7 +485,14 @@ TEST(shared_inotify_one_watch_per_inode_counted_per_guard)
 
 	/* Every guard watching the directory hears of .codex, only they do. */
 	ASSERT_OK(mkdir(codex, 0755));
-	ASSERT_OK(ward__watches_dispatch(w));
+	/* A call reads a bounded share of the queue: as the loop would, until it is empty. */
+	for (int i = 0; i < 4096; i++) {
+		struct pollfd pfd = {.fd = ward__watches_fd(w), .events = POLLIN};
+
+		ASSERT_OK(ward__watches_dispatch(w));
+		if (poll(&pfd, 1, 0) <= 0)
+			break;
+	}
 	ASSERT_EQ(n_fb, 1);
 	ASSERT_EQ(n_ns, 1);
 	ASSERT_EQ(n_else, 0);
@@ -561,12 +569,22 @@ TEST(shared_inotify_overflow_concerns_every_guard)
 		ASSERT_OK(mkdir(path, 0755));
 	}
 	ASSERT_OK(mkdir(codex, 0755));
-	ASSERT_OK(ward__watches_dispatch(w));
+	/* A call reads a bounded share of the queue: as the loop would, until it is empty. */
+	for (int i = 0; i < 4096; i++) {
+		struct pollfd pfd = {.fd = ward__watches_fd(w), .events = POLLIN};
 
-	/* Every guard is told; each finds out for itself what the lost events could have been. */
-	ASSERT_EQ(n_f, 1);
-	ASSERT_EQ(n_v, 1);
-	ASSERT_EQ(n_b, 1);
+		ASSERT_OK(ward__watches_dispatch(w));
+		if (poll(&pfd, 1, 0) <= 0)
+			break;
+	}
+
+	/*
+	 * Every guard is told (once a call that had its events: the flood takes
+	 * several); each finds out for itself what the lost events could have been.
+	 */
+	ASSERT_TRUE(n_f >= 1);
+	ASSERT_TRUE(n_v >= 1);
+	ASSERT_TRUE(n_b >= 1);
 	expect_change(gv, "create", codex);
 	/* The fallback's guard cannot know: it stops its sandbox (the restoration tells). */
 	ASSERT_OK(ward__guard_read(gb, a, sizeof(a), got, sizeof(got), &reason, &changed));
