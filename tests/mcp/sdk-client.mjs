@@ -85,11 +85,12 @@ try {
   const { tools } = await client.listTools();
   const names = tools.map((t) => t.name).sort();
   ok(
-    JSON.stringify(names) ===
-      JSON.stringify([
-        "changes_apply", "changes_discard", "changes_list", "changes_show", "changes_undo",
-        "exec_command", "kill_session", "list_sessions", "write_stdin",
-      ]) &&
+    // The changes tools come with a journal (none where the home cannot hold one: uid 65534's).
+    [JSON.stringify(["exec_command", "kill_session", "list_sessions", "write_stdin"]),
+     JSON.stringify([
+       "changes_apply", "changes_discard", "changes_list", "changes_show", "changes_undo",
+       "exec_command", "kill_session", "list_sessions", "write_stdin",
+     ])].includes(JSON.stringify(names)) &&
       tools.find((t) => t.name === "exec_command").inputSchema.required[0] === "cmd",
     "tools/list: exec_command, write_stdin, list_sessions, kill_session and the changes tools with schemas",
     names,
