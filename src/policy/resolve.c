@@ -732,7 +732,8 @@ static int resolve(struct ward_policy *p, struct ward_error *err)
 		if (r < 0)
 			return ward__error(err, r, "policy",
 					   "cannot pin the parents of the protected paths: %m");
-		qsort(p->protected, p->n_protected, sizeof(*p->protected), cmp_protected);
+		if (p->n_protected > 1)
+			qsort(p->protected, p->n_protected, sizeof(*p->protected), cmp_protected);
 	}
 
 	p->deny = calloc(p->deny_read.n + 1, sizeof(*p->deny));
