@@ -21,7 +21,6 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <inttypes.h>
-#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
@@ -109,61 +108,6 @@ void ward__changes_run_free(struct ward__changes_run *run)
 	if (run->lock_fd >= 0)
 		close(run->lock_fd);
 	free(run);
-}
-
-int ward__changes_run_note(struct ward__changes_run *run, const char *fmt, ...)
-{
-	char **v;
-	char *s;
-	va_list ap;
-	int r;
-
-	if (run->n_notes >= 64)
-		return 0;
-	va_start(ap, fmt);
-	r = vasprintf(&s, fmt, ap);
-	va_end(ap);
-	if (r < 0)
-		return -ENOMEM;
-	for (size_t i = 0; i < run->n_notes; i++)
-		if (strcmp(run->notes[i], s) == 0) {
-			free(s);
-			return 0;
-		}
-	v = realloc(run->notes, (run->n_notes + 1) * sizeof(*v));
-	if (!v) {
-		free(s);
-		return -ENOMEM;
-	}
-	run->notes = v;
-	v[run->n_notes++] = s;
-	return 0;
-}
-
-int ward__changes_run_add(struct ward__changes_run *run, const struct ward__change *c)
-{
-	struct ward__change *e;
-
-	if (run->n >= WARD_CHANGES_MAX_ENTRIES)
-		return -E2BIG;
-	/* Capacity is implicit: 16, then doubled at every power of two. */
-	if (run->n == 0 || (run->n >= 16 && (run->n & (run->n - 1)) == 0)) {
-		e = realloc(run->v, (run->n == 0 ? 16 : run->n * 2) * sizeof(*e));
-		if (!e)
-			return -ENOMEM;
-		run->v = e;
-	}
-	e = &run->v[run->n];
-	*e = *c;
-	e->path = strdup(c->path);
-	e->refused = c->refused ? strdup(c->refused) : NULL;
-	if (!e->path || (c->refused && !e->refused)) {
-		free(e->path);
-		free(e->refused);
-		return -ENOMEM;
-	}
-	run->n++;
-	return 0;
 }
 
 char *ward__journal_upper(const struct ward__changes_run *run, unsigned root)

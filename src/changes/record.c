@@ -10,7 +10,10 @@
  * a full disk or damaged later is refused as a whole ("damaged or
  * incomplete"), never acted on in part.
  */
+#include <errno.h>
 #include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -73,6 +76,63 @@ const char *ward__change_state_name(enum ward__change_state s)
 const char *ward__unkept_reason(enum ward__unkept u)
 {
 	return name_of(unkept_reasons, ELEMENTSOF(unkept_reasons), (int)u);
+}
+
+/* ------------------------------------------------------------------ a run in memory */
+
+int ward__changes_run_note(struct ward__changes_run *run, const char *fmt, ...)
+{
+	char **v;
+	char *s;
+	va_list ap;
+	int r;
+
+	if (run->n_notes >= 64)
+		return 0;
+	va_start(ap, fmt);
+	r = vasprintf(&s, fmt, ap);
+	va_end(ap);
+	if (r < 0)
+		return -ENOMEM;
+	for (size_t i = 0; i < run->n_notes; i++)
+		if (strcmp(run->notes[i], s) == 0) {
+			free(s);
+			return 0;
+		}
+	v = realloc(run->notes, (run->n_notes + 1) * sizeof(*v));
+	if (!v) {
+		free(s);
+		return -ENOMEM;
+	}
+	run->notes = v;
+	v[run->n_notes++] = s;
+	return 0;
+}
+
+int ward__changes_run_add(struct ward__changes_run *run, const struct ward__change *c)
+{
+	struct ward__change *e;
+
+	if (run->n >= WARD_CHANGES_MAX_ENTRIES)
+		return -E2BIG;
+	/* Capacity is implicit: 16, then doubled at every power of two. */
+	if (run->n == 0 || (run->n >= 16 && (run->n & (run->n - 1)) == 0)) {
+		e = realloc(run->v, (run->n == 0 ? 16 : run->n * 2) * sizeof(*e));
+		if (!e)
+			return -ENOMEM;
+		run->v = e;
+	}
+	e = &run->v[run->n];
+	*e = *c;
+	e->path = strdup(c->path);
+	e->refused = c->refused ? strdup(c->refused) : NULL;
+	if (!e->path || (c->refused && !e->refused)) {
+		free(e->path);
+		free(e->refused);
+		return -ENOMEM;
+	}
+	run->n++;
+	return 0;
 }
 
 /* ------------------------------------------------------------------ writing */
