@@ -27,6 +27,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "basic/cleanup.h"
 #include "basic/util.h"
 #include "policy/policy.h"
 #include "sandbox/limits.h"
@@ -442,10 +443,28 @@ TEST(nproc_counts_one_user_namespace)
 
 /* ------------------------------------------------------------------ a real cgroup */
 
-/* Skips unless this process can make sandbox cgroups with all three controllers. */
+/* Whether any cgroup filesystem (v1 or v2) is mounted where this process looks. */
+static bool cgroupfs_mounted(void)
+{
+	_cleanup_free_ char *mi = NULL;
+
+	if (ward__read_file("/proc/self/mountinfo", 1 << 20, &mi, NULL) < 0)
+		return true;
+	return strstr(mi, " - cgroup ") || strstr(mi, " - cgroup2 ");
+}
+
+/*
+ * Skips unless this process can make sandbox cgroups with all three
+ * controllers. A machine with no cgroup filesystem mounted at all (a plain
+ * container) is the test machine's lack, not the kernel's: never a failure.
+ */
 static const struct ward__cg_base *need_cgroups(void)
 {
 	const struct ward__cg_base *b = ward__cg_base_get();
+
+	if (!cgroupfs_mounted())
+		SKIP_ENV("no cgroup filesystem is mounted here (a container without "
+			 "/sys/fs/cgroup): the cgroup paths cannot be tried");
 
 	for (int c = 0; c < WARD_CG_N; c++)
 		if (b->how[c] == WARD_ENFORCE_NONE)
@@ -705,7 +724,7 @@ TEST(sb_limits_report)
 		ASSERT_EQ(sl.how[WARD_RES_PIDS], WARD_ENFORCE_RLIMIT);
 	ward__sb_limits_missing(&sl, missing, sizeof(missing));
 	if (b->how[WARD_CG_MEMORY] == WARD_ENFORCE_NONE)
-		ASSERT_CONTAINS(missing, "the memory limit");
+		ASSERT_CONTAINS(missing, "the memory");
 	else
 		ASSERT_STREQ(missing, "");
 	ward__sb_limits_release(&sl);
@@ -715,7 +734,7 @@ TEST(sb_limits_report)
 	r = ward__sb_limits_setup(&l, true, NULL, &sl, &e);
 	if (b->how[WARD_CG_MEMORY] == WARD_ENFORCE_NONE) {
 		ASSERT_EQ(r, -EPERM);
-		ASSERT_CONTAINS(e.message, "the memory limit");
+		ASSERT_CONTAINS(e.message, "the memory");
 		ASSERT_CONTAINS(e.message, "--require-limits");
 	} else {
 		ASSERT_OK(r);
