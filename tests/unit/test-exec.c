@@ -956,7 +956,8 @@ TEST(run_cancel_from_a_signal_handler)
 	ASSERT_OK(sigaction(SIGUSR1, &sa, NULL));
 	killer = fork();
 	if (killer == 0) {
-		usleep(300 * 1000);
+		/* Late enough for "started" on a busy machine, long before the sleep ends. */
+		usleep(1500 * 1000);
 		kill(getppid(), SIGUSR1);
 		_exit(0);
 	}
