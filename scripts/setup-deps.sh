@@ -9,7 +9,8 @@ set -euo pipefail
 
 # Every package the build, the tests and the benchmarks use, named explicitly:
 # apt-get runs with --no-install-recommends, so nothing arrives as a
-# recommendation (clang alone does not bring the sanitizer runtimes, which are
+# recommendation (zsh is for the login-shell snapshot test of ward mcp; clang
+# alone does not bring the sanitizer runtimes, which are
 # libclang-rt-14-dev). coreutils, util-linux (unshare, setpriv, su), bsdutils
 # (script), findutils and mawk are part of every Debian system; they are named
 # anyway so that a trimmed image is caught here, not halfway through the tests.
@@ -17,7 +18,7 @@ packages=(
 	meson ninja-build pkg-config gcc g++ libc6-dev clang libclang-rt-14-dev binutils
 	libseccomp-dev libjansson-dev libssl-dev libwslay-dev libc-ares-dev libsystemd-dev
 	git python3 python3-websockets bubblewrap time iproute2 coreutils util-linux bsdutils findutils
-	mawk procps apparmor
+	mawk procps apparmor zsh
 	curl openssl python3-dnslib python3-pip
 )
 if [ $# -gt 0 ]; then
