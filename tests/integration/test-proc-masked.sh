@@ -16,6 +16,10 @@ need_masked() {
 	[ -x "$HARDENED" ] || skip "hardened-wrapper is not built ($HARDENED)"
 	[ "$(id -u)" = 0 ] || userns_works || skip "user namespaces are unavailable here"
 	"$PROBE" landlock-abi >/dev/null || skip "Landlock is not enabled in this kernel"
+	# A machine whose own /proc is locked to this user (a container's) cannot host the simulation.
+	if "$HARDENED" --proc-masked true 2>&1 | grep -q "cannot mask parts of /proc"; then
+		skip_env "the masked /proc cannot be simulated for this user on this machine"
+	fi
 	# The simulation holds: a fresh procfs is refused beneath it.
 	"$HARDENED" --proc-masked unshare -Urpf --mount-proc true 2>/dev/null &&
 		fail "hardened-wrapper --proc-masked does not make the kernel refuse a fresh /proc"
