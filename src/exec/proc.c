@@ -312,6 +312,25 @@ static int compute_exit_code(struct ward__proc *p)
 
 static bool read_out(struct ward__proc *p, int i);
 
+/*
+ * What the sandbox's processes changed is known before their end is. The
+ * loop may hand out the report of the status (or init's exit) before the
+ * shared inotify instance's events about the change: epoll can hold the
+ * report fd ready from an earlier read ahead of the instance, and a round
+ * reads a bounded share of the instance (other sandboxes' events first).
+ * Every event queued now is read (the change's was queued before the status
+ * was written), and a change trips the guard before the run is concluded.
+ */
+static void guard_catch_up(struct ward__proc *p)
+{
+	struct loop_watches *lw = ward__loop_get_ext(p->loop, WARD__LOOP_EXT_GUARD_WATCHES);
+
+	if (lw)
+		ward__watches_flush(lw->w);
+	if (!p->dead)
+		ward__sandbox_handle_guard(&p->sb);
+}
+
 static void mark_exited(struct ward__proc *p)
 {
 	if (p->exited || p->draining)
@@ -328,6 +347,9 @@ static void mark_exited(struct ward__proc *p)
 			if (!read_out(p, i))
 				break;
 	p->draining = false;
+	if (p->dead)
+		return;
+	guard_catch_up(p);
 	if (p->dead)
 		return;
 	p->exited = true;

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/inotify.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -699,18 +700,17 @@ static void hub_event(struct ward__watches *w, struct ward__guard *g,
 	hub_mark(w, g);
 }
 
-int ward__watches_dispatch(struct ward__watches *w)
+/*
+ * Reads at most max_reads times, and past that on until min_bytes were read
+ * (or nothing is left), then notifies the guards concerned.
+ */
+static int hub_pump(struct ward__watches *w, int max_reads, size_t min_bytes)
 {
 	char buf[16384] __attribute__((aligned(__alignof__(struct inotify_event))));
+	size_t got = 0;
 	int r = 0;
 
-	/*
-	 * At most 16 reads (256 KiB of events) a call: the loop watches the
-	 * instance level-triggered and comes back, after its other work. A
-	 * command making entries as fast as it can in a watched directory
-	 * (flipping a symlink) would otherwise keep a shared server's loop here.
-	 */
-	for (int reads = 0; reads < 16; reads++) {
+	for (int reads = 0; reads < max_reads || got < min_bytes; reads++) {
 		ssize_t n = read(w->fd, buf, sizeof(buf));
 
 		if (n < 0) {
@@ -720,6 +720,7 @@ int ward__watches_dispatch(struct ward__watches *w)
 				r = -errno;
 			break;
 		}
+		got += (size_t)n;
 		for (char *p = buf; p < buf + n;) {
 			const struct inotify_event *ev = (const struct inotify_event *)p;
 			bool found;
@@ -772,4 +773,28 @@ int ward__watches_dispatch(struct ward__watches *w)
 			g->notify(g->notify_userdata);
 	}
 	return r;
+}
+
+int ward__watches_dispatch(struct ward__watches *w)
+{
+	/*
+	 * At most 16 reads (256 KiB of events) a call: the loop watches the
+	 * instance level-triggered and comes back, after its other work. A
+	 * command making entries as fast as it can in a watched directory
+	 * (flipping a symlink) would otherwise keep a shared server's loop here.
+	 */
+	return hub_pump(w, 16, 0);
+}
+
+int ward__watches_flush(struct ward__watches *w)
+{
+	int queued = 0;
+
+	/*
+	 * Everything queued now, however much (the kernel's queue is bounded,
+	 * fs.inotify.max_queued_events): what came after is not waited for.
+	 */
+	if (ioctl(w->fd, FIONREAD, &queued) < 0)
+		return -errno;
+	return hub_pump(w, 0, queued > 0 ? (size_t)queued : 0);
 }

@@ -311,6 +311,14 @@ WARD_INTERNAL void ward__watches_free(struct ward__watches *w);
 WARD_INTERNAL int ward__watches_fd(const struct ward__watches *w);
 /* Reads what is pending and notifies the guards concerned; notify functions may free guards. */
 WARD_INTERNAL int ward__watches_dispatch(struct ward__watches *w);
+/*
+ * Reads every event queued at the call, however many (dispatch reads a bounded
+ * number), and notifies as dispatch does. An owner calls it when a sandbox
+ * ended: the events of what its processes did are queued by then (inotify
+ * queues an event in the syscall that made the change), but the loop may
+ * see the end first (an fd epoll already held ready is handed out first).
+ */
+WARD_INTERNAL int ward__watches_flush(struct ward__watches *w);
 
 /*
  * Sets up the guard of a policy (*ret NULL when nothing needs one): with

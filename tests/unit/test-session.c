@@ -674,6 +674,72 @@ TEST(procs_of_a_loop_share_one_guard_instance)
 	ward_policy_free(pol);
 }
 
+/*
+ * The loop may hand out the report of a command's status before the shared
+ * inotify instance's events about what the command did: here the instance
+ * is held busy by another sandbox's directory, whose events come first and
+ * take the loop several rounds to read. The command's change is still seen
+ * before its end is reported.
+ */
+TEST(a_change_made_just_before_the_end_is_seen_before_the_end)
+{
+	_cleanup_free_ char *flood = NULL, *victim = NULL, *codex = NULL, *max = NULL;
+	struct ward_policy *pf = subdir_policy("late-flood", &flood),
+			   *pv = subdir_policy("late-victim", &victim);
+	struct ward__loop *l;
+	struct pstate sf = {0}, sv = {0};
+	struct ward__proc *pfl, *pvi;
+	const struct ward__sandbox *sb;
+	char name[200];
+	struct stat s;
+	long n_files;
+
+	ASSERT_OK(ward__read_file("/proc/sys/fs/inotify/max_queued_events", 64, &max, NULL));
+	/* Well inside the queue (an overflow would be seen as a change by itself). */
+	n_files = MIN(strtol(max, NULL, 10) - 64, 8000L);
+	ASSERT_TRUE(n_files >= 2000);
+	ASSERT_OK(asprintf(&codex, "%s/.codex", victim));
+	ASSERT_OK(ward__loop_new(&l));
+	pfl = start_proc(l, pf, &sf, "exec sleep 1000", false, false, 0);
+	/* About 200 bytes an event: many times what the loop reads of the instance in a round. */
+	memset(name, 'n', sizeof(name) - 8);
+	name[sizeof(name) - 8] = '\0';
+	for (long i = 0; i < n_files; i++) {
+		char path[PATH_MAX];
+		int fd;
+
+		snprintf(path, sizeof(path), "%s/%s%ld", flood, name, i);
+		fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+		ASSERT_TRUE(fd >= 0);
+		close(fd);
+	}
+	pvi = start_proc(l, pv, &sv, "mkdir .codex", false, false, 0);
+	/* The command has done it, and reported its status, before the loop runs again. */
+	for (int i = 0; i < 1000 && stat(codex, &s) < 0; i++)
+		usleep(10000);
+	ASSERT_OK(stat(codex, &s));
+	usleep(300000);
+	run_until_closed(l, &sv);
+	sb = ward__proc_sandbox(pvi);
+	ASSERT_TRUE(sb->guard_tripped);
+	ASSERT_NE(ward__proc_exit_code(pvi), 0);
+	ASSERT_EQ(stat(codex, &s), -1);
+
+	ward__proc_free(pvi);
+	ward__proc_free(pfl);
+	ward__buf_release(&sf.out);
+	ward__buf_release(&sv.out);
+	ward__loop_free(l);
+	for (long i = 0; i < n_files; i++) {
+		char path[PATH_MAX];
+
+		snprintf(path, sizeof(path), "%s/%s%ld", flood, name, i);
+		ASSERT_OK(unlink(path));
+	}
+	ward_policy_free(pf);
+	ward_policy_free(pv);
+}
+
 /* ------------------------------------------------------------ prepared sandboxes */
 
 static int put_file(const char *path, const char *content)
