@@ -14,8 +14,8 @@ The exit status is the command's (128+N when killed by signal N), or 99 when
 the helper timed out.
 """
 import argparse
+import fcntl
 import os
-import pty
 import select
 import signal
 import sys
@@ -30,14 +30,24 @@ ap.add_argument("command", nargs=argparse.REMAINDER)
 a = ap.parse_args()
 cmd = a.command[1:] if a.command[:1] == ["--"] else a.command
 
-pid, fd = pty.fork()
+# The terminal's modes are taken before the command exists: taken after the
+# fork, a busy machine can let the command set its raw mode first.
+fd, slave = os.openpty()
+before = termios.tcgetattr(fd)
+pid = os.fork()
 if pid == 0:
     try:
+        os.close(fd)
+        os.setsid()
+        fcntl.ioctl(slave, termios.TIOCSCTTY, 0)
+        for i in range(3):
+            os.dup2(slave, i)
+        if slave > 2:
+            os.close(slave)
         os.execvp(cmd[0], cmd)
     finally:
         os._exit(127)
-
-before = termios.tcgetattr(fd)
+os.close(slave)
 keys = list(a.keys)
 out = b""
 prompts = 0
