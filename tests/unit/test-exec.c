@@ -730,6 +730,14 @@ TEST(cancel_trigger_is_sticky_until_consumed)
 
 /* ------------------------------------------------------------ runs through the sandbox */
 
+/*
+ * The commands' workspace: a directory of this test's own, not /tmp. The
+ * guard of a workspace watches it for autorun names (two levels down), and
+ * cannot tell who made one: another test making a .codex beneath /tmp
+ * would stop the command here as if it had.
+ */
+static char scratch[] = "/tmp/ward-test-exec.XXXXXX";
+
 static struct ward_result *run_sh(const char *script, struct ward_run_options *o,
 				  struct ward_cancel *c)
 {
@@ -741,7 +749,7 @@ static struct ward_result *run_sh(const char *script, struct ward_run_options *o
 	int r;
 
 	ASSERT_OK(ward_policy_new(&p));
-	ASSERT_OK(ward_policy_set_cwd(p, "/tmp"));
+	ASSERT_OK(ward_policy_set_cwd(p, scratch));
 	r = ward_policy_resolve(p, &err);
 	if (r < 0)
 		tap_fail(__FILE__, __LINE__, "resolve: %s", err.message);
@@ -1065,5 +1073,5 @@ TEST_TIMEOUT(concurrent_runs_from_threads, 60)
 
 int main(void)
 {
-	return tap_main();
+	return tap_main_in_scratch(scratch);
 }
